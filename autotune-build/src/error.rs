@@ -1,0 +1,108 @@
+//! Errors of the build helper, each naming the file (and line) it is about.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "autotune_build::Builder must run inside a build script (OUT_DIR is not set); \
+         call it from build.rs"
+    )]
+    NotInBuildScript,
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A syntax or language error in a source file.
+    #[error("{0}")]
+    Source(Diagnostic),
+    #[error(
+        "operator `{name}` is defined twice ({first} and {second}); operator names must be \
+         unique within a package"
+    )]
+    DuplicateOperator {
+        name: String,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "no C compiler found ({detail}).\nautotune compiles its kernels with the system C \
+         compiler: install one (Debian/Ubuntu: `apt-get install gcc`; Fedora: `dnf install gcc`; \
+         macOS: `xcode-select --install`) or set CC to its path"
+    )]
+    NoCompiler { detail: String },
+    #[error(
+        "the C compiler failed on the generated kernels in {}:\n{message}\nThis is a bug in \
+         autotune-build; please report it with the operator that triggered it",
+        dir.display()
+    )]
+    Compile { dir: PathBuf, message: String },
+}
+
+/// An error at a place in a source file, printed as rustc prints its own:
+/// message, `--> file:line:column`, the line, and a caret under the span.
+#[derive(Debug)]
+pub struct Diagnostic {
+    pub path: PathBuf,
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub message: String,
+    pub source_line: String,
+    pub width: usize,
+}
+
+impl Diagnostic {
+    pub fn from_syn(path: PathBuf, source: &str, err: &syn::Error) -> Diagnostic {
+        let start = err.span().start();
+        let end = err.span().end();
+        let source_line = source
+            .lines()
+            .nth(start.line.saturating_sub(1))
+            .unwrap_or("")
+            .to_string();
+        let width = if end.line == start.line && end.column > start.column {
+            end.column - start.column
+        } else {
+            1
+        };
+        Diagnostic {
+            path,
+            line: start.line,
+            column: start.column + 1,
+            message: err.to_string(),
+            source_line,
+            width,
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let num = self.line.to_string();
+        let pad = " ".repeat(num.len());
+        let indent: String = self
+            .source_line
+            .chars()
+            .take(self.column - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        write!(
+            f,
+            "{}\n{pad}--> {}:{}:{}\n{pad} |\n{num} | {}\n{pad} | {indent}{}",
+            self.message,
+            self.path.display(),
+            self.line,
+            self.column,
+            self.source_line,
+            "^".repeat(self.width)
+        )
+    }
+}

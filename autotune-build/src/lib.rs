@@ -1,0 +1,177 @@
+//! Build-script helper of autotune: finds the `#[tensor_op]` operators in the
+//! source files it is given, lowers each variant (every `specialize(...)` and one
+//! generic kernel) to a loop nest and then to C, and compiles the C with the `cc`
+//! crate into a static library linked into the calling crate.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     autotune_build::Builder::new().file("src/ops.rs").compile();
+//! }
+//! ```
+//!
+//! Modules, in the order data flows through them: [`lower`] (IR → [`loopnest`]),
+//! [`codegen`] (loop nest → C). Parsing and symbol names come from
+//! `autotune-lang`, shared with the `#[tensor_op]` macro.
+
+pub mod codegen;
+pub mod error;
+pub mod loopnest;
+pub mod lower;
+
+use std::path::{Path, PathBuf};
+
+use autotune_lang::mangle::{self, Package, Variant};
+use autotune_lang::Operator;
+
+pub use error::{Diagnostic, Error};
+
+/// Compiles the operators of a crate's source files; see the crate docs.
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    files: Vec<PathBuf>,
+}
+
+/// An operator found in a source file.
+pub struct SourceOp {
+    pub op: Operator,
+    pub path: PathBuf,
+    pub line: usize,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Adds a source file (relative to the package root) that holds
+    /// `#[tensor_op]` functions. Out-of-line modules are not followed.
+    pub fn file(&mut self, path: impl AsRef<Path>) -> &mut Builder {
+        self.files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Generates and compiles the kernels; on failure prints the error (with file
+    /// and line) and exits the build script with status 1.
+    pub fn compile(&self) {
+        if let Err(e) = self.try_compile() {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+
+    /// As [`Builder::compile`], returning the error instead.
+    pub fn try_compile(&self) -> Result<(), Error> {
+        let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").ok_or(Error::NotInBuildScript)?);
+        let manifest_dir =
+            PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+        for f in &self.files {
+            println!("cargo:rerun-if-changed={}", f.display());
+        }
+        let ops = load_operators(&manifest_dir, &self.files)?;
+        let pkg = Package::from_env();
+        let c_dir = out_dir.join("autotune");
+        std::fs::create_dir_all(&c_dir).map_err(|source| Error::Write {
+            path: c_dir.clone(),
+            source,
+        })?;
+        let mut c_files = Vec::new();
+        for s in &ops {
+            let path = c_dir.join(format!("{}.c", s.op.name));
+            write_if_changed(&path, &operator_c(&pkg, &s.op))?;
+            c_files.push(path);
+        }
+        if !c_files.is_empty() {
+            compile_c(
+                &c_files,
+                &format!("autotune_kernels_{}", mangle::sanitize(&pkg.name)),
+            )?;
+        }
+        for s in &ops {
+            println!(
+                "cargo:rustc-env={}={:016x}",
+                mangle::built_marker(&s.op.name),
+                mangle::fingerprint(&s.op)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Parses every operator of `files` (relative to `root`), rejecting duplicates.
+pub fn load_operators(root: &Path, files: &[PathBuf]) -> Result<Vec<SourceOp>, Error> {
+    let mut ops: Vec<SourceOp> = Vec::new();
+    for rel in files {
+        let path = root.join(rel);
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let diag = |e: &syn::Error| Error::Source(Diagnostic::from_syn(rel.clone(), &text, e));
+        let file = syn::parse_file(&text).map_err(|e| diag(&e))?;
+        for found in autotune_lang::find_tensor_ops(&file) {
+            let op = autotune_lang::parse_operator(found.attr, found.item).map_err(|e| diag(&e))?;
+            let line = found.item.sig.ident.span().start().line;
+            if let Some(prev) = ops.iter().find(|o| o.op.name == op.name) {
+                return Err(Error::DuplicateOperator {
+                    name: op.name,
+                    first: format!("{}:{}", prev.path.display(), prev.line),
+                    second: format!("{}:{line}", rel.display()),
+                });
+            }
+            ops.push(SourceOp {
+                op,
+                path: rel.clone(),
+                line,
+            });
+        }
+    }
+    Ok(ops)
+}
+
+/// The C source of every variant of one operator.
+pub fn operator_c(pkg: &Package, op: &Operator) -> String {
+    let mut c = codegen::file_header(&format!("operator `{}`", op.name));
+    let variants = (0..op.specializations.len())
+        .map(Variant::Specialized)
+        .chain([Variant::Generic]);
+    for v in variants {
+        let kernel = lower::lower(op, v, mangle::kernel_symbol(pkg, op, v));
+        c.push_str(&codegen::kernel_c(&kernel));
+    }
+    c
+}
+
+fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Compiles the kernels into `lib<name>.a` and tells cargo to link it. The flags
+/// are fixed here, not taken from the profile: kernels are always optimised.
+fn compile_c(files: &[PathBuf], name: &str) -> Result<(), Error> {
+    let mut build = cc::Build::new();
+    build
+        .files(files)
+        .opt_level(3)
+        .std("c99")
+        .flag_if_supported("-fno-math-errno")
+        .warnings(true);
+    let compiler = build.try_get_compiler().map_err(|e| Error::NoCompiler {
+        detail: e.to_string(),
+    })?;
+    if let Err(e) = compiler.to_command().arg("--version").output() {
+        return Err(Error::NoCompiler {
+            detail: format!("`{}`: {e}", compiler.path().display()),
+        });
+    }
+    build.try_compile(name).map_err(|e| Error::Compile {
+        dir: files[0].parent().unwrap_or(Path::new(".")).to_path_buf(),
+        message: e.to_string(),
+    })
+}

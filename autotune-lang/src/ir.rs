@@ -1,0 +1,479 @@
+//! The tensor-expression IR: what an operator computes, with no notion of how.
+//!
+//! An [`Operator`] is a list of [`Stage`]s. Each stage defines one tensor over its
+//! spatial axes by an [`Expr`] that may read the inputs and earlier stages; the last
+//! stage is the output. Shapes are symbolic ([`Extent`]) and become constants in a
+//! specialisation. The IR holds plain data only (no spans, no `syn` types), so its
+//! `Debug` form is a stable fingerprint of what the kernel computes.
+
+use std::fmt;
+
+/// Element type of every tensor of an operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32,
+    F64,
+}
+
+impl DType {
+    /// The Rust (and source-language) spelling.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// The C spelling.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 => 8,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// Index of a shape variable in [`Operator::shape_vars`].
+pub type ShapeVarId = usize;
+
+/// A symbolic size: a literal or a shape variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Extent {
+    Const(i64),
+    Var(ShapeVarId),
+}
+
+/// Integer arithmetic over shape variables, for derived shapes such as a
+/// convolution's output height. Division rounds toward negative infinity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeExpr {
+    Const(i64),
+    Var(ShapeVarId),
+    Add(Box<ShapeExpr>, Box<ShapeExpr>),
+    Sub(Box<ShapeExpr>, Box<ShapeExpr>),
+    Mul(Box<ShapeExpr>, Box<ShapeExpr>),
+    Div(Box<ShapeExpr>, Box<ShapeExpr>),
+}
+
+impl ShapeExpr {
+    /// Evaluates with checked arithmetic; `None` on overflow or division by zero.
+    pub fn eval(&self, vars: &[i64]) -> Option<i64> {
+        Some(match self {
+            ShapeExpr::Const(c) => *c,
+            ShapeExpr::Var(v) => vars[*v],
+            ShapeExpr::Add(a, b) => a.eval(vars)?.checked_add(b.eval(vars)?)?,
+            ShapeExpr::Sub(a, b) => a.eval(vars)?.checked_sub(b.eval(vars)?)?,
+            ShapeExpr::Mul(a, b) => a.eval(vars)?.checked_mul(b.eval(vars)?)?,
+            ShapeExpr::Div(a, b) => {
+                let (a, b) = (a.eval(vars)?, b.eval(vars)?);
+                if b == 0 {
+                    return None;
+                }
+                let q = a.checked_div(b)?;
+                // Round toward negative infinity, as sizes like `(H - R) / S + 1` expect.
+                if a % b != 0 && ((a < 0) != (b < 0)) {
+                    q - 1
+                } else {
+                    q
+                }
+            }
+        })
+    }
+
+    /// Writes the expression with shape variable names, e.g. `(H + 2 - R) / 2 + 1`.
+    pub fn display<'a>(&'a self, op: &'a Operator) -> impl fmt::Display + 'a {
+        struct D<'a>(&'a ShapeExpr, &'a Operator);
+        impl fmt::Display for D<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let bin = |f: &mut fmt::Formatter<'_>, a, o, b| {
+                    write!(f, "({} {o} {})", D(a, self.1), D(b, self.1))
+                };
+                match self.0 {
+                    ShapeExpr::Const(c) => write!(f, "{c}"),
+                    ShapeExpr::Var(v) => f.write_str(&self.1.shape_vars[*v].name),
+                    ShapeExpr::Add(a, b) => bin(f, a, "+", b),
+                    ShapeExpr::Sub(a, b) => bin(f, a, "-", b),
+                    ShapeExpr::Mul(a, b) => bin(f, a, "*", b),
+                    ShapeExpr::Div(a, b) => bin(f, a, "/", b),
+                }
+            }
+        }
+        D(self, op)
+    }
+}
+
+/// Where a shape variable gets its value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeVarKind {
+    /// Read from the first input dimension that names it.
+    Input { tensor: usize, dim: usize },
+    /// Computed from other shape variables (declared in the attribute).
+    Derived(ShapeExpr),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShapeVar {
+    pub name: String,
+    pub kind: ShapeVarKind,
+}
+
+/// A tensor parameter of the operator.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorDecl {
+    pub name: String,
+    pub dims: Vec<Extent>,
+}
+
+/// Index of an axis in [`Stage::axes`]: the first `n_spatial` are the stage's
+/// spatial axes, the rest are reduction axes.
+pub type AxisId = usize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Axis {
+    pub name: String,
+    pub extent: Extent,
+}
+
+/// One computed tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub name: String,
+    pub dims: Vec<Extent>,
+    pub axes: Vec<Axis>,
+    pub n_spatial: usize,
+    pub body: Expr,
+}
+
+impl Stage {
+    pub fn spatial_axes(&self) -> &[Axis] {
+        &self.axes[..self.n_spatial]
+    }
+}
+
+/// A tensor an expression can read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorRef {
+    Input(usize),
+    Stage(usize),
+}
+
+/// `Σ coeff·axis + offset`: every index the language accepts is affine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Affine {
+    /// Sorted by axis, no zero coefficients.
+    pub terms: Vec<(AxisId, i64)>,
+    pub offset: i64,
+}
+
+impl Affine {
+    pub fn constant(offset: i64) -> Self {
+        Affine {
+            terms: Vec::new(),
+            offset,
+        }
+    }
+
+    pub fn axis(axis: AxisId) -> Self {
+        Affine {
+            terms: vec![(axis, 1)],
+            offset: 0,
+        }
+    }
+
+    /// The axis this index is exactly equal to, if it is a bare axis.
+    pub fn as_axis(&self) -> Option<AxisId> {
+        match self.terms.as_slice() {
+            [(a, 1)] if self.offset == 0 => Some(*a),
+            _ => None,
+        }
+    }
+
+    pub fn add(&self, other: &Affine, sign: i64) -> Option<Affine> {
+        let mut terms = self.terms.clone();
+        for &(a, c) in &other.terms {
+            let c = c.checked_mul(sign)?;
+            match terms.iter_mut().find(|(b, _)| *b == a) {
+                Some((_, d)) => *d = d.checked_add(c)?,
+                None => terms.push((a, c)),
+            }
+        }
+        terms.retain(|(_, c)| *c != 0);
+        terms.sort_unstable();
+        Some(Affine {
+            terms,
+            offset: self.offset.checked_add(other.offset.checked_mul(sign)?)?,
+        })
+    }
+
+    pub fn scale(&self, k: i64) -> Option<Affine> {
+        let mut terms = Vec::with_capacity(self.terms.len());
+        for &(a, c) in &self.terms {
+            terms.push((a, c.checked_mul(k)?));
+        }
+        terms.retain(|(_, c)| *c != 0);
+        Some(Affine {
+            terms,
+            offset: self.offset.checked_mul(k)?,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Exp,
+    Log,
+    Tanh,
+    Sqrt,
+    Abs,
+}
+
+impl UnaryOp {
+    /// Functions callable as `name(x)` in an operator body.
+    pub const FUNCTIONS: [(&'static str, UnaryOp); 5] = [
+        ("exp", UnaryOp::Exp),
+        ("log", UnaryOp::Log),
+        ("tanh", UnaryOp::Tanh),
+        ("sqrt", UnaryOp::Sqrt),
+        ("abs", UnaryOp::Abs),
+    ];
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    /// The binary operation that folds one more value into the accumulator.
+    pub fn combiner(self) -> BinaryOp {
+        match self {
+            ReduceOp::Sum => BinaryOp::Add,
+            ReduceOp::Max => BinaryOp::Max,
+            ReduceOp::Min => BinaryOp::Min,
+        }
+    }
+
+    /// The identity of the combiner: the value of a reduction over nothing.
+    pub fn identity(self) -> f64 {
+        match self {
+            ReduceOp::Sum => 0.0,
+            ReduceOp::Max => f64::NEG_INFINITY,
+            ReduceOp::Min => f64::INFINITY,
+        }
+    }
+}
+
+/// A scalar expression evaluated at one point of a stage's iteration space.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A literal, already in the operator's element type's range.
+    Const(f64),
+    /// The value of a shape variable, converted to the element type.
+    ShapeValue(ShapeVarId),
+    /// `tensor[index...]`; with `pad`, indices outside the tensor read `pad`.
+    Load {
+        tensor: TensorRef,
+        index: Vec<Affine>,
+        pad: Option<f64>,
+    },
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// A reduction over `axes` (reduction axes of the enclosing stage).
+    /// Reductions do not nest.
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<AxisId>,
+        body: Box<Expr>,
+    },
+}
+
+impl Expr {
+    /// Calls `f` on this node and every node below it, parents first.
+    pub fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        f(self);
+        match self {
+            Expr::Const(_) | Expr::ShapeValue(_) | Expr::Load { .. } => {}
+            Expr::Unary(_, a) => a.visit(f),
+            Expr::Binary(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Reduce { body, .. } => body.visit(f),
+        }
+    }
+}
+
+/// One build-time shape: a value for every input shape variable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Specialization {
+    /// Values of all shape variables (inputs and derived), by [`ShapeVarId`].
+    pub values: Vec<i64>,
+}
+
+/// A parsed and checked `#[tensor_op]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operator {
+    pub name: String,
+    pub dtype: DType,
+    pub shape_vars: Vec<ShapeVar>,
+    pub inputs: Vec<TensorDecl>,
+    /// The last stage is the output.
+    pub stages: Vec<Stage>,
+    pub specializations: Vec<Specialization>,
+}
+
+/// One read of a tensor without padding, with the iteration domain it runs over:
+/// the caller must make sure it stays inside the tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessBound {
+    pub tensor: TensorRef,
+    pub dim: usize,
+    /// `(coefficient, extent of the axis)` per term.
+    pub terms: Vec<(i64, Extent)>,
+    pub offset: i64,
+    /// Extents of every axis of the loop nest around the access; if any is zero
+    /// the access never runs.
+    pub domain: Vec<Extent>,
+}
+
+impl Operator {
+    pub fn output(&self) -> &Stage {
+        self.stages
+            .last()
+            .expect("an operator has at least one stage")
+    }
+
+    /// Name of a tensor, as the user wrote it (`output` for the result).
+    pub fn tensor_name(&self, t: TensorRef) -> &str {
+        match t {
+            TensorRef::Input(i) => &self.inputs[i].name,
+            TensorRef::Stage(s) if s + 1 == self.stages.len() => "output",
+            TensorRef::Stage(s) => &self.stages[s].name,
+        }
+    }
+
+    pub fn tensor_dims(&self, t: TensorRef) -> &[Extent] {
+        match t {
+            TensorRef::Input(i) => &self.inputs[i].dims,
+            TensorRef::Stage(s) => &self.stages[s].dims,
+        }
+    }
+
+    /// Shape variables whose values come from the inputs, in id order: the
+    /// variables a specialisation names.
+    pub fn input_shape_vars(&self) -> impl Iterator<Item = (ShapeVarId, &ShapeVar)> {
+        self.shape_vars
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| matches!(v.kind, ShapeVarKind::Input { .. }))
+    }
+
+    /// Value of every shape variable given the input ones (`None` on overflow,
+    /// division by zero, or a negative derived size).
+    pub fn resolve_shapes(&self, inputs: &[(ShapeVarId, i64)]) -> Option<Vec<i64>> {
+        let mut values = vec![0; self.shape_vars.len()];
+        for &(v, x) in inputs {
+            values[v] = x;
+        }
+        for (v, var) in self.shape_vars.iter().enumerate() {
+            if let ShapeVarKind::Derived(e) = &var.kind {
+                values[v] = e.eval(&values).filter(|x| *x >= 0)?;
+            }
+        }
+        Some(values)
+    }
+
+    /// Every read without padding whose index is not trivially in bounds.
+    pub fn access_bounds(&self) -> Vec<AccessBound> {
+        let mut out = Vec::new();
+        for stage in &self.stages {
+            stage.body.visit(&mut |e| {
+                let Expr::Load {
+                    tensor,
+                    index,
+                    pad: None,
+                } = e
+                else {
+                    return;
+                };
+                let dims = self.tensor_dims(*tensor);
+                for (d, ix) in index.iter().enumerate() {
+                    if ix
+                        .as_axis()
+                        .is_some_and(|a| stage.axes[a].extent == dims[d])
+                    {
+                        continue;
+                    }
+                    out.push(AccessBound {
+                        tensor: *tensor,
+                        dim: d,
+                        terms: ix
+                            .terms
+                            .iter()
+                            .map(|&(a, c)| (c, stage.axes[a].extent))
+                            .collect(),
+                        offset: ix.offset,
+                        domain: stage.axes.iter().map(|a| a.extent).collect(),
+                    });
+                }
+            });
+        }
+        out
+    }
+
+    /// Floating-point operations of one call at the given shapes, counting one per
+    /// arithmetic node and per reduction step (a multiply-add is two).
+    pub fn flops(&self, shapes: &[i64]) -> f64 {
+        let ext = |e: &Extent| match e {
+            Extent::Const(c) => *c as f64,
+            Extent::Var(v) => shapes[*v] as f64,
+        };
+        self.stages
+            .iter()
+            .map(|s| {
+                let points: f64 = s.spatial_axes().iter().map(|a| ext(&a.extent)).product();
+                points * expr_flops(&s.body, s, &ext)
+            })
+            .sum()
+    }
+}
+
+fn expr_flops(e: &Expr, s: &Stage, ext: &impl Fn(&Extent) -> f64) -> f64 {
+    match e {
+        Expr::Const(_) | Expr::ShapeValue(_) | Expr::Load { .. } => 0.0,
+        Expr::Unary(UnaryOp::Neg | UnaryOp::Abs, a) => expr_flops(a, s, ext),
+        Expr::Unary(_, a) => 1.0 + expr_flops(a, s, ext),
+        Expr::Binary(_, a, b) => 1.0 + expr_flops(a, s, ext) + expr_flops(b, s, ext),
+        Expr::Reduce { axes, body, .. } => {
+            let n: f64 = axes.iter().map(|a| ext(&s.axes[*a].extent)).product();
+            n * (1.0 + expr_flops(body, s, ext))
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The `#[tensor_op]` attribute (re-exported by the `autotune` crate).
+//!
+//! For an operator `op` it parses the function with `autotune-lang` (the same
+//! parser the build helper uses) and emits, with the function's visibility:
+//! - `op(inputs...) -> Result<Tensor<T, R>, autotune::Error>`: runs the kernel;
+//! - `op_into(inputs..., out) -> Result<(), autotune::Error>`: writes into `out`;
+//! - `op_reference` / `op_reference_into`: the naive Rust reference;
+//! - a hidden `__autotune_op` that checks shapes once and runs either side.
+//!
+//! The kernels themselves come from the build script (`autotune-build`); the
+//! expansion declares them `extern "C"` under names from `autotune_lang::mangle`
+//! and never reads a file.
+
+mod reference;
+
+use autotune_lang::ir::{Extent, Operator, ShapeVarKind, TensorRef};
+use autotune_lang::mangle::{self, Package, Variant};
+use proc_macro::TokenStream;
+use proc_macro2::{Ident, Literal, Span, TokenStream as Tokens};
+use quote::{format_ident, quote};
+use syn::{parse_macro_input, ItemFn};
+
+/// Marks a function as a tensor operator; see `docs/language.md` for the language.
+#[proc_macro_attribute]
+pub fn tensor_op(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(item as ItemFn);
+    match autotune_lang::parse_operator(attr.into(), &item) {
+        Ok(op) => expand(&op, &item).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// `__s_M`: the local holding a shape variable's value (`i64`).
+fn shape_ident(op: &Operator, v: usize) -> Ident {
+    format_ident!("__s_{}", op.shape_vars[v].name)
+}
+
+fn extent_tokens(op: &Operator, e: &Extent) -> Tokens {
+    match e {
+        Extent::Const(c) => {
+            let c = Literal::i64_suffixed(*c);
+            quote!(#c)
+        }
+        Extent::Var(v) => {
+            let id = shape_ident(op, *v);
+            quote!(#id)
+        }
+    }
+}
+
+/// Why a shape variable has the value it has, for error messages.
+fn because(op: &Operator, v: usize) -> String {
+    match &op.shape_vars[v].kind {
+        ShapeVarKind::Input { tensor, dim } => {
+            format!("as `{}` dimension {dim}", op.inputs[*tensor].name)
+        }
+        ShapeVarKind::Derived(e) => format!("{} = {}", op.shape_vars[v].name, e.display(op)),
+    }
+}
+
+fn expand(op: &Operator, item: &ItemFn) -> Tokens {
+    let pkg = Package::from_env();
+    let vis = &item.vis;
+    let docs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let name = &item.sig.ident;
+    let op_name = name.to_string();
+    let t = format_ident!("{}", op.dtype.rust_name());
+    let rank = |dims: &[Extent]| Literal::usize_unsuffixed(dims.len());
+    let out_rank = rank(&op.output().dims);
+    let hidden = format_ident!("__autotune_{}", name);
+    let into = format_ident!("{}_into", name);
+    let reference = format_ident!("{}_reference", name);
+    let reference_into = format_ident!("{}_reference_into", name);
+
+    let in_names: Vec<Ident> = op
+        .inputs
+        .iter()
+        .map(|i| Ident::new(&i.name, Span::call_site()))
+        .collect();
+    let in_strs: Vec<&str> = op.inputs.iter().map(|i| i.name.as_str()).collect();
+    let lifetimes: Vec<syn::Lifetime> = (0..op.inputs.len())
+        .map(|i| syn::Lifetime::new(&format!("'t{i}"), Span::call_site()))
+        .collect();
+    let in_ranks: Vec<Literal> = op.inputs.iter().map(|i| rank(&i.dims)).collect();
+    let generic_args = quote! {
+        #( #in_names: impl ::autotune::AsTensorRef<#lifetimes, #t, #in_ranks> ),*
+    };
+    let view_args = quote! {
+        #( #in_names: ::autotune::TensorRef<#lifetimes, #t, #in_ranks> ),*
+    };
+    let to_views = quote! {
+        #( let #in_names = ::autotune::__private::input(#op_name, #in_strs, #in_names)?; )*
+    };
+
+    let checks = shape_checks(op);
+    let run_kernel = kernel_call(op, &pkg);
+    let run_reference = reference::reference(op);
+
+    let out_dims: Vec<Tokens> = op
+        .output()
+        .dims
+        .iter()
+        .map(|d| {
+            let e = extent_tokens(op, d);
+            quote!(::autotune::__private::dim(#op_name, #e)?)
+        })
+        .collect();
+    let out_checks: Vec<Tokens> = op
+        .output()
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let e = extent_tokens(op, d);
+            let (dim_name, why) = match d {
+                Extent::Var(v) => (op.shape_vars[*v].name.clone(), because(op, *v)),
+                Extent::Const(c) => (c.to_string(), "a constant".to_string()),
+            };
+            quote! {
+                ::autotune::__private::check_dim(
+                    #op_name, "output", #i, #dim_name, __given[#i], #e, #why)?;
+            }
+        })
+        .collect();
+
+    let marker = mangle::built_marker(&op_name);
+    let marker_msg = format!(
+        "autotune: no kernel was built for the operator `{op_name}`. Add a build script that \
+         compiles the file defining it:\n\n    // build.rs\n    fn main() {{\n        \
+         autotune_build::Builder::new().file(\"src/<file>.rs\").compile();\n    }}\n\nwith \
+         `autotune-build` in [build-dependencies]"
+    );
+
+    quote! {
+        const _: &str = ::core::env!(#marker, #marker_msg);
+
+        #(#docs)*
+        ///
+        /// Runs the generated kernel (the specialisation matching the shapes, else the
+        /// generic kernel) and returns the output; shape mismatches are errors.
+        #vis fn #name<#(#lifetimes),*>(#generic_args)
+            -> ::core::result::Result<::autotune::Tensor<#t, #out_rank>, ::autotune::Error>
+        {
+            #to_views
+            #hidden(::autotune::__private::Impl::Kernel, #(#in_names,)* ::core::option::Option::None)
+                .map(|o| o.expect("an owned output"))
+        }
+
+        #[doc = concat!("Like [`", #op_name, "`], writing into `out`.")]
+        #vis fn #into<#(#lifetimes,)* 'o>(#generic_args, out: impl ::autotune::AsTensorMut<'o, #t, #out_rank>)
+            -> ::core::result::Result<(), ::autotune::Error>
+        {
+            #to_views
+            let out = ::autotune::__private::output(#op_name, out)?;
+            #hidden(::autotune::__private::Impl::Kernel, #(#in_names,)* ::core::option::Option::Some(out))
+                .map(|_| ())
+        }
+
+        #[doc = concat!("The naive Rust reference implementation of [`", #op_name, "`].")]
+        #vis fn #reference<#(#lifetimes),*>(#generic_args)
+            -> ::core::result::Result<::autotune::Tensor<#t, #out_rank>, ::autotune::Error>
+        {
+            #to_views
+            #hidden(::autotune::__private::Impl::Reference, #(#in_names,)* ::core::option::Option::None)
+                .map(|o| o.expect("an owned output"))
+        }
+
+        #[doc = concat!("The naive Rust reference implementation of [`", #op_name, "_into`].")]
+        #vis fn #reference_into<#(#lifetimes,)* 'o>(#generic_args, out: impl ::autotune::AsTensorMut<'o, #t, #out_rank>)
+            -> ::core::result::Result<(), ::autotune::Error>
+        {
+            #to_views
+            let out = ::autotune::__private::output(#op_name, out)?;
+            #hidden(::autotune::__private::Impl::Reference, #(#in_names,)* ::core::option::Option::Some(out))
+                .map(|_| ())
+        }
+
+        #[doc(hidden)]
+        #[allow(non_snake_case, unused_variables, unused_mut, unused_parens, clippy::all)]
+        #vis fn #hidden<#(#lifetimes,)* 'o>(
+            __imp: ::autotune::__private::Impl,
+            #view_args,
+            out: ::core::option::Option<::autotune::TensorMut<'o, #t, #out_rank>>,
+        ) -> ::core::result::Result<::core::option::Option<::autotune::Tensor<#t, #out_rank>>, ::autotune::Error>
+        {
+            #checks
+            let __out_dims: [usize; #out_rank] = [#(#out_dims),*];
+            ::autotune::__private::elements(#op_name, &__out_dims)?;
+            let mut __owned: ::core::option::Option<::autotune::Tensor<#t, #out_rank>> = ::core::option::Option::None;
+            {
+                let __out: &mut [#t] = match out {
+                    ::core::option::Option::Some(o) => {
+                        let __given = o.dims();
+                        #(#out_checks)*
+                        o.into_data()
+                    }
+                    ::core::option::Option::None => {
+                        __owned = ::autotune::Tensor::zeros(__out_dims);
+                        __owned.as_mut().ok_or(::autotune::Error::Overflow { op: #op_name })?.data_mut()
+                    }
+                };
+                if __imp == ::autotune::__private::Impl::Reference {
+                    #run_reference
+                } else {
+                    #run_kernel
+                }
+            }
+            ::core::result::Result::Ok(__owned)
+        }
+    }
+}
+
+/// Binds every shape variable, checks every dimension and every unpadded read.
+fn shape_checks(op: &Operator) -> Tokens {
+    let op_name = &op.name;
+    let mut out = Tokens::new();
+    for (i, input) in op.inputs.iter().enumerate() {
+        let n = Ident::new(&input.name, Span::call_site());
+        let d = format_ident!("__d_{}", i);
+        out.extend(quote!(let #d = #n.dims();));
+    }
+    // Input shape variables take the first dimension that names them.
+    for (v, var) in op.shape_vars.iter().enumerate() {
+        if let ShapeVarKind::Input { tensor, dim } = var.kind {
+            let s = shape_ident(op, v);
+            let d = format_ident!("__d_{}", tensor);
+            out.extend(quote!(let #s: i64 = ::autotune::__private::size(#d[#dim]);));
+        }
+    }
+    for (v, var) in op.shape_vars.iter().enumerate() {
+        if let ShapeVarKind::Derived(e) = &var.kind {
+            let s = shape_ident(op, v);
+            let value = shape_expr_tokens(op, e);
+            let name = &var.name;
+            let text = e.display(op).to_string();
+            out.extend(quote! {
+                let #s: i64 = ::autotune::__private::derived(#op_name, #name, #text,
+                    (|| -> ::core::option::Option<i64> { ::core::option::Option::Some(#value) })())?;
+            });
+        }
+    }
+    for (i, input) in op.inputs.iter().enumerate() {
+        let d = format_ident!("__d_{}", i);
+        let tname = &input.name;
+        for (dim, ext) in input.dims.iter().enumerate() {
+            let is_binding = matches!(ext, Extent::Var(v)
+                if op.shape_vars[*v].kind == ShapeVarKind::Input { tensor: i, dim });
+            if is_binding {
+                continue;
+            }
+            let e = extent_tokens(op, ext);
+            let (dim_name, why) = match ext {
+                Extent::Var(v) => (op.shape_vars[*v].name.clone(), because(op, *v)),
+                Extent::Const(c) => (c.to_string(), "a constant".to_string()),
+            };
+            out.extend(quote! {
+                ::autotune::__private::check_dim(#op_name, #tname, #dim, #dim_name, #d[#dim], #e, #why)?;
+            });
+        }
+    }
+    for b in op.access_bounds() {
+        let tname = op.tensor_name(b.tensor);
+        let dim = b.dim;
+        let terms = b.terms.iter().map(|(c, e)| {
+            let e = extent_tokens(op, e);
+            quote!((#c, #e))
+        });
+        let offset = b.offset;
+        let domain = b.domain.iter().map(|e| extent_tokens(op, e));
+        let size = extent_tokens(op, &op.tensor_dims(b.tensor)[b.dim]);
+        out.extend(quote! {
+            ::autotune::__private::check_access(#op_name, #tname, #dim,
+                &[#(#terms),*], #offset, &[#(#domain),*], #size)?;
+        });
+    }
+    out
+}
+
+/// `checked_*` arithmetic for a derived shape, inside a closure returning `Option`.
+fn shape_expr_tokens(op: &Operator, e: &autotune_lang::ir::ShapeExpr) -> Tokens {
+    use autotune_lang::ir::ShapeExpr as S;
+    let bin = |a: &S, b: &S, f: Tokens| {
+        let (a, b) = (shape_expr_tokens(op, a), shape_expr_tokens(op, b));
+        quote!(#f(#a, #b)?)
+    };
+    match e {
+        S::Const(c) => {
+            let c = Literal::i64_suffixed(*c);
+            quote!(#c)
+        }
+        S::Var(v) => {
+            let id = shape_ident(op, *v);
+            quote!(#id)
+        }
+        S::Add(a, b) => bin(a, b, quote!(i64::checked_add)),
+        S::Sub(a, b) => bin(a, b, quote!(i64::checked_sub)),
+        S::Mul(a, b) => bin(a, b, quote!(i64::checked_mul)),
+        S::Div(a, b) => bin(a, b, quote!(::autotune::__private::floor_div)),
+    }
+}
+
+/// Declares the kernels and calls the one matching the shapes.
+fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
+    let t = format_ident!("{}", op.dtype.rust_name());
+    let op_name = &op.name;
+    let in_names: Vec<Ident> = op
+        .inputs
+        .iter()
+        .map(|i| Ident::new(&i.name, Span::call_site()))
+        .collect();
+    let ptr_params = quote!(#( #in_names: *const #t, )* out: *mut #t);
+    let ptr_args = quote!(#( #in_names.data().as_ptr(), )* __out.as_mut_ptr());
+    let shape_vars: Vec<Ident> = (0..op.shape_vars.len())
+        .map(|v| shape_ident(op, v))
+        .collect();
+    let free: Vec<Ident> = op
+        .input_shape_vars()
+        .map(|(v, _)| shape_ident(op, v))
+        .collect();
+
+    let mut decls = Tokens::new();
+    let mut arms = Tokens::new();
+    for (i, spec) in op.specializations.iter().enumerate() {
+        let sym = mangle::kernel_symbol(pkg, op, Variant::Specialized(i));
+        let f = format_ident!("__kernel_{}", i);
+        decls.extend(quote! {
+            #[link_name = #sym]
+            fn #f(#ptr_params) -> i32;
+        });
+        let values = op
+            .input_shape_vars()
+            .map(|(v, _)| Literal::i64_suffixed(spec.values[v]));
+        arms.extend(quote! {
+            (::autotune::__private::Impl::Kernel, (#(#values,)*)) => unsafe { #f(#ptr_args) },
+        });
+    }
+    let generic_sym = mangle::kernel_symbol(pkg, op, Variant::Generic);
+    quote! {
+        extern "C" {
+            #decls
+            #[link_name = #generic_sym]
+            fn __kernel_generic(#ptr_params, #( #shape_vars: i64 ),*) -> i32;
+        }
+        // SAFETY: every buffer length matches its dimensions, the dimensions agree
+        // with the shape variables, and every unpadded read was checked to stay in
+        // bounds above; the kernel writes only `out` and its own scratch memory.
+        let __code = match (__imp, (#(#free,)*)) {
+            #arms
+            _ => unsafe { __kernel_generic(#ptr_args, #(#shape_vars),*) },
+        };
+        ::autotune::__private::status(#op_name, __code)?;
+    }
+}
+
+/// Names an input or stage buffer in the reference implementation.
+fn buffer_ident(op: &Operator, t: TensorRef) -> Ident {
+    match t {
+        TensorRef::Input(i) => format_ident!("__in_{}", op.inputs[i].name),
+        TensorRef::Stage(s) if s + 1 == op.stages.len() => format_ident!("__out"),
+        TensorRef::Stage(s) => format_ident!("__st_{}", op.stages[s].name),
+    }
+}

@@ -1,0 +1,312 @@
+//! Every operator of the test set: the specialised kernel (at its specialised
+//! shapes) and the generic kernel (at those and at odd shapes: 1, 3, 17, 127 and
+//! a larger one) equal the naive reference. A few references are in turn checked
+//! against loops written out here by hand.
+
+mod common;
+
+use autotune::Tensor;
+use autotune_tests::ops;
+use common::{assert_close, check, random};
+
+#[test]
+fn matmul() {
+    for (m, n, k) in [
+        (64, 48, 32),
+        (1, 17, 127),
+        (1, 1, 1),
+        (3, 17, 127),
+        (127, 3, 17),
+        (150, 130, 200),
+    ] {
+        let a = random::<f32, 2>([m, k], 1);
+        let b = random::<f32, 2>([k, n], 2);
+        check(&format!("matmul {m}x{n}x{k}"), |imp| {
+            ops::__autotune_matmul(imp, a.view(), b.view(), None)
+        });
+    }
+}
+
+#[test]
+fn matmul_reference_is_a_matrix_product() {
+    let (m, n, k) = (5, 7, 3);
+    let a = random::<f32, 2>([m, k], 3);
+    let b = random::<f32, 2>([k, n], 4);
+    let c = ops::matmul_reference(&a, &b).unwrap();
+    let mut want = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for p in 0..k {
+                want[i * n + j] += a.data()[i * k + p] * b.data()[p * n + j];
+            }
+        }
+    }
+    assert_close(
+        &c,
+        &Tensor::from_vec(want, [m, n]).unwrap(),
+        "hand-written matmul",
+    );
+}
+
+#[test]
+fn matmul_f64() {
+    for (m, n, k) in [(33, 17, 65), (1, 3, 17), (127, 1, 3), (140, 66, 90)] {
+        let a = random::<f64, 2>([m, k], 5);
+        let b = random::<f64, 2>([k, n], 6);
+        check(&format!("matmul_f64 {m}x{n}x{k}"), |imp| {
+            ops::__autotune_matmul_f64(imp, a.view(), b.view(), None)
+        });
+    }
+}
+
+#[test]
+fn batch_matmul() {
+    for (bt, m, n, k) in [
+        (3, 17, 16, 9),
+        (1, 1, 1, 1),
+        (2, 3, 127, 17),
+        (4, 64, 33, 70),
+    ] {
+        let a = random::<f32, 3>([bt, m, k], 7);
+        let b = random::<f32, 3>([bt, k, n], 8);
+        check(&format!("batch_matmul {bt}x{m}x{n}x{k}"), |imp| {
+            ops::__autotune_batch_matmul(imp, a.view(), b.view(), None)
+        });
+    }
+}
+
+#[test]
+fn gemv() {
+    for (m, k) in [(127, 255), (1, 1), (3, 17), (17, 3), (300, 513)] {
+        let a = random::<f32, 2>([m, k], 9);
+        let x = random::<f32, 1>([k], 10);
+        check(&format!("gemv {m}x{k}"), |imp| {
+            ops::__autotune_gemv(imp, a.view(), x.view(), None)
+        });
+    }
+}
+
+#[test]
+fn transpose() {
+    for (m, n) in [(17, 3), (1, 1), (1, 127), (127, 17), (300, 257)] {
+        let a = random::<f32, 2>([m, n], 11);
+        check(&format!("transpose {m}x{n}"), |imp| {
+            ops::__autotune_transpose(imp, a.view(), None)
+        });
+        let t = ops::transpose(&a).unwrap();
+        assert_eq!(t.get([n - 1, 0]), a.get([0, n - 1]));
+    }
+    for (m, n) in [(5, 7), (3, 1), (17, 127)] {
+        let a = random::<f64, 2>([m, n], 12);
+        check(&format!("transpose_f64 {m}x{n}"), |imp| {
+            ops::__autotune_transpose_f64(imp, a.view(), None)
+        });
+    }
+}
+
+/// An independent direct convolution: NCHW, stride 2, padding 1, dilation 2.
+fn conv_by_hand(x: &Tensor<f32, 4>, w: &Tensor<f32, 4>) -> Tensor<f32, 4> {
+    let [n, c, h, wd] = x.dims();
+    let [k, _, r, s] = w.dims();
+    let oh = (h + 2 - 2 * (r - 1) - 1) / 2 + 1;
+    let ow = (wd + 2 - 2 * (s - 1) - 1) / 2 + 1;
+    let mut out = Tensor::zeros([n, k, oh, ow]).unwrap();
+    for b in 0..n {
+        for kk in 0..k {
+            for y in 0..oh {
+                for z in 0..ow {
+                    let mut acc = 0.0f32;
+                    for cc in 0..c {
+                        for rr in 0..r {
+                            for ss in 0..s {
+                                let iy = (y * 2 + rr * 2) as isize - 1;
+                                let iz = (z * 2 + ss * 2) as isize - 1;
+                                if iy >= 0 && iz >= 0 && (iy as usize) < h && (iz as usize) < wd {
+                                    acc += x.get([b, cc, iy as usize, iz as usize]).unwrap()
+                                        * w.get([kk, cc, rr, ss]).unwrap();
+                                }
+                            }
+                        }
+                    }
+                    let ix = ((b * k + kk) * oh + y) * ow + z;
+                    out.data_mut()[ix] = acc;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn conv2d_nchw() {
+    for (n, c, h, w, k, r, s) in [
+        (1, 3, 17, 15, 4, 3, 3),
+        (1, 1, 1, 1, 1, 1, 1),
+        (2, 3, 17, 3, 5, 3, 1),
+        (1, 17, 28, 27, 16, 3, 3),
+    ] {
+        let x = random::<f32, 4>([n, c, h, w], 13);
+        let wt = random::<f32, 4>([k, c, r, s], 14);
+        check(&format!("conv2d_nchw {:?}", (n, c, h, w, k, r, s)), |imp| {
+            ops::__autotune_conv2d_nchw(imp, x.view(), wt.view(), None)
+        });
+        let got = ops::conv2d_nchw_reference(&x, &wt).unwrap();
+        assert_close(
+            &got,
+            &conv_by_hand(&x, &wt),
+            "conv2d_nchw reference vs hand-written",
+        );
+    }
+}
+
+#[test]
+fn conv3x3_f64() {
+    for (c, h, w, k) in [(4, 9, 9, 5), (1, 1, 1, 1), (3, 17, 5, 2), (16, 14, 14, 16)] {
+        let x = random::<f64, 3>([c, h, w], 15);
+        let wt = random::<f64, 4>([k, c, 3, 3], 16);
+        check(&format!("conv3x3_f64 {:?}", (c, h, w, k)), |imp| {
+            ops::__autotune_conv3x3_f64(imp, x.view(), wt.view(), None)
+        });
+    }
+}
+
+#[test]
+fn conv2d_nhwc() {
+    for (n, h, w, c, r, s, k) in [
+        (2, 8, 7, 3, 3, 2, 5),
+        (1, 1, 1, 1, 1, 1, 1),
+        (1, 17, 3, 3, 3, 3, 17),
+        (1, 20, 20, 16, 3, 3, 24),
+    ] {
+        let x = random::<f32, 4>([n, h, w, c], 17);
+        let wt = random::<f32, 4>([r, s, c, k], 18);
+        check(&format!("conv2d_nhwc {:?}", (n, h, w, c, r, s, k)), |imp| {
+            ops::__autotune_conv2d_nhwc(imp, x.view(), wt.view(), None)
+        });
+    }
+}
+
+#[test]
+fn depthwise_conv2d() {
+    for (c, h, w) in [(8, 17, 13), (1, 1, 1), (3, 127, 3), (32, 28, 28)] {
+        let x = random::<f32, 3>([c, h, w], 19);
+        let wt = random::<f32, 3>([c, 3, 3], 20);
+        check(&format!("depthwise_conv2d {:?}", (c, h, w)), |imp| {
+            ops::__autotune_depthwise_conv2d(imp, x.view(), wt.view(), None)
+        });
+    }
+}
+
+#[test]
+fn dense_bias_relu() {
+    for (n, m, k) in [(16, 33, 64), (1, 1, 1), (3, 17, 127), (64, 100, 256)] {
+        let x = random::<f32, 2>([n, k], 21);
+        let w = random::<f32, 2>([m, k], 22);
+        let b = random::<f32, 1>([m], 23);
+        check(&format!("dense_bias_relu {n}x{m}x{k}"), |imp| {
+            ops::__autotune_dense_bias_relu(imp, x.view(), w.view(), b.view(), None)
+        });
+        let y = ops::dense_bias_relu(&x, &w, &b).unwrap();
+        assert!(
+            y.data().iter().all(|v| *v >= 0.0),
+            "relu output is non-negative"
+        );
+    }
+}
+
+#[test]
+fn max_pool2d() {
+    for (c, h, w) in [(4, 17, 16), (1, 1, 1), (3, 3, 17), (16, 56, 56)] {
+        let x = random::<f32, 3>([c, h, w], 24);
+        check(&format!("max_pool2d {:?}", (c, h, w)), |imp| {
+            ops::__autotune_max_pool2d(imp, x.view(), None)
+        });
+        // Hand check: output (0, 0, 0) is the max of the valid 2×2 corner window.
+        let y = ops::max_pool2d(&x).unwrap();
+        let mut m = f32::NEG_INFINITY;
+        for i in 0..h.min(2) {
+            for j in 0..w.min(2) {
+                m = m.max(x.get([0, i, j]).unwrap());
+            }
+        }
+        assert_eq!(y.get([0, 0, 0]), Some(m));
+    }
+}
+
+#[test]
+fn global_avg_pool() {
+    for (c, h, w) in [(16, 7, 7), (1, 1, 1), (3, 17, 127), (64, 14, 14)] {
+        let x = random::<f32, 3>([c, h, w], 25);
+        check(&format!("global_avg_pool {:?}", (c, h, w)), |imp| {
+            ops::__autotune_global_avg_pool(imp, x.view(), None)
+        });
+        let y = ops::global_avg_pool(&x).unwrap();
+        let mean: f32 = x.data()[..h * w].iter().sum::<f32>() / (h * w) as f32;
+        assert!((y.data()[0] - mean).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn softmax() {
+    for (n, d) in [(4, 127), (1, 1), (3, 17), (17, 3), (64, 1000)] {
+        let x = random::<f32, 2>([n, d], 26);
+        check(&format!("softmax {n}x{d}"), |imp| {
+            ops::__autotune_softmax(imp, x.view(), None)
+        });
+        let y = ops::softmax(&x).unwrap();
+        for row in y.data().chunks(d) {
+            assert!(
+                (row.iter().sum::<f32>() - 1.0).abs() < 1e-5,
+                "rows sum to 1"
+            );
+        }
+    }
+    for (n, d) in [(3, 17), (1, 1), (5, 127)] {
+        let x = random::<f64, 2>([n, d], 27);
+        check(&format!("softmax_f64 {n}x{d}"), |imp| {
+            ops::__autotune_softmax_f64(imp, x.view(), None)
+        });
+    }
+}
+
+#[test]
+fn elementwise() {
+    for n in [127, 1, 3, 17, 10_000] {
+        let x = random::<f32, 1>([n], 28);
+        let y = random::<f32, 1>([n], 29);
+        check(&format!("elementwise {n}"), |imp| {
+            ops::__autotune_elementwise(imp, x.view(), y.view(), None)
+        });
+        let x = random::<f64, 1>([n], 30);
+        let y = random::<f64, 1>([n], 31);
+        check(&format!("elementwise_f64 {n}"), |imp| {
+            ops::__autotune_elementwise_f64(imp, x.view(), y.view(), None)
+        });
+    }
+}
+
+#[test]
+fn reductions_min_and_rank0() {
+    for (m, n) in [(3, 17), (1, 1), (127, 3), (200, 150)] {
+        let a = random::<f32, 2>([m, n], 32);
+        check(&format!("column_min {m}x{n}"), |imp| {
+            ops::__autotune_column_min(imp, a.view(), None)
+        });
+        let a = random::<f64, 2>([m, n], 33);
+        check(&format!("total {m}x{n}"), |imp| {
+            ops::__autotune_total(imp, a.view(), None)
+        });
+        let t = ops::total(&a).unwrap();
+        assert!((t.data()[0] - a.data().iter().sum::<f64>()).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn empty_reduction_gives_the_identity() {
+    let a = random::<f32, 2>([0, 5], 34);
+    let y = ops::column_min(&a).unwrap();
+    assert!(y.data().iter().all(|v| *v == f32::INFINITY));
+    let b = random::<f32, 2>([5, 0], 35);
+    let c = ops::matmul(&a, &b).unwrap();
+    assert_eq!(c.dims(), [0, 0]);
+}
