@@ -94,22 +94,40 @@ impl ShapeExpr {
         })
     }
 
-    /// Writes the expression with shape variable names, e.g. `(H + 2 - R) / 2 + 1`.
+    /// Writes the expression with shape variable names and only the parentheses
+    /// precedence needs, e.g. `(H + 2 - R) / 2 + 1`.
     pub fn display<'a>(&'a self, op: &'a Operator) -> impl fmt::Display + 'a {
         struct D<'a>(&'a ShapeExpr, &'a Operator);
+        fn prec(e: &ShapeExpr) -> u8 {
+            match e {
+                ShapeExpr::Add(..) | ShapeExpr::Sub(..) => 1,
+                ShapeExpr::Mul(..) | ShapeExpr::Div(..) => 2,
+                _ => 3,
+            }
+        }
         impl fmt::Display for D<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let bin = |f: &mut fmt::Formatter<'_>, a, o, b| {
-                    write!(f, "({} {o} {})", D(a, self.1), D(b, self.1))
+                let (a, o, b) = match self.0 {
+                    ShapeExpr::Const(c) => return write!(f, "{c}"),
+                    ShapeExpr::Var(v) => return f.write_str(&self.1.shape_vars[*v].name),
+                    ShapeExpr::Add(a, b) => (a, "+", b),
+                    ShapeExpr::Sub(a, b) => (a, "-", b),
+                    ShapeExpr::Mul(a, b) => (a, "*", b),
+                    ShapeExpr::Div(a, b) => (a, "/", b),
                 };
-                match self.0 {
-                    ShapeExpr::Const(c) => write!(f, "{c}"),
-                    ShapeExpr::Var(v) => f.write_str(&self.1.shape_vars[*v].name),
-                    ShapeExpr::Add(a, b) => bin(f, a, "+", b),
-                    ShapeExpr::Sub(a, b) => bin(f, a, "-", b),
-                    ShapeExpr::Mul(a, b) => bin(f, a, "*", b),
-                    ShapeExpr::Div(a, b) => bin(f, a, "/", b),
-                }
+                let p = prec(self.0);
+                // The right operand of - and / needs parentheses at equal precedence too.
+                let right_strict = matches!(o, "-" | "/");
+                let side = |f: &mut fmt::Formatter<'_>, e: &ShapeExpr, strict: bool| {
+                    if prec(e) < p || (strict && prec(e) == p) {
+                        write!(f, "({})", D(e, self.1))
+                    } else {
+                        write!(f, "{}", D(e, self.1))
+                    }
+                };
+                side(f, a, false)?;
+                write!(f, " {o} ")?;
+                side(f, b, right_strict)
             }
         }
         D(self, op)

@@ -19,14 +19,14 @@ use crate::ir::*;
 
 type Result<T> = syn::Result<T>;
 
-/// `node.err(msg)`: an error spanning any syntax node.
+/// `node.err(msg)`: an error spanning all of a syntax node (first to last token).
 trait ErrAt {
     fn err(&self, msg: impl std::fmt::Display) -> syn::Error;
 }
 
-impl<T: Spanned> ErrAt for T {
+impl<T: quote::ToTokens> ErrAt for T {
     fn err(&self, msg: impl std::fmt::Display) -> syn::Error {
-        syn::Error::new(self.span(), msg)
+        syn::Error::new_spanned(self, msg)
     }
 }
 
@@ -849,10 +849,12 @@ fn specializations(
         for (name, value) in values {
             let v = match names.get(&name.to_string()) {
                 Some(v) => *v,
-                None => return Err(name.err(format!(
+                None => {
+                    return Err(name.err(format!(
                     "undeclared shape name `{name}` in specialize: the operator's shapes are {}",
                     free.join(", ")
-                ))),
+                )))
+                }
             };
             if let ShapeVarKind::Derived(e) = &op.shape_vars[v].kind {
                 return Err(name.err(format!(

@@ -1,0 +1,130 @@
+//! The way a user uses autotune: an out-of-tree crate, depending on the
+//! project's crates by path, built and run with cargo in a temporary directory.
+//! Also checks what a user sees when the build script fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+const OPS: &str = r#"use autotune::tensor_op;
+
+/// relu(a·b + bias)
+#[tensor_op(specialize(M = 8, N = 16, K = 32))]
+pub fn mm_bias_relu(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>, bias: Tensor<f32, N>) -> Tensor<f32, (M, N)> {
+    let y: Tensor<f32, (M, N)> = compute(|i, j| sum(|k| a[i][k] * b[k][j]));
+    compute(|i, j| max(y[i][j] + bias[j], 0.0))
+}
+"#;
+
+const MAIN: &str = r#"mod ops;
+
+fn main() {
+    for (m, n, k) in [(8, 16, 32), (3, 5, 7)] {
+        let a: Vec<f32> = (0..m * k).map(|x| ((x * 7 % 11) as f32 - 5.0) / 4.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|x| ((x * 5 % 13) as f32 - 6.0) / 8.0).collect();
+        let bias: Vec<f32> = (0..n).map(|x| x as f32 / 10.0 - 0.5).collect();
+        let got = ops::mm_bias_relu((&a, [m, k]), (&b, [k, n]), (&bias, [n])).unwrap();
+        let want = ops::mm_bias_relu_reference((&a, [m, k]), (&b, [k, n]), (&bias, [n])).unwrap();
+        let err = got.data().iter().zip(want.data()).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max);
+        assert!(err < 1e-4, "max error {err}");
+        println!("fixture ok {m}x{n}x{k}");
+    }
+    let bad = ops::mm_bias_relu((&[0.0f32; 6][..], [2, 3]), (&[0.0f32; 8][..], [4, 2]), (&[0.0f32; 2][..], [2]));
+    println!("{}", bad.unwrap_err());
+}
+"#;
+
+const BUILD: &str = r#"fn main() {
+    autotune_build::Builder::new().file("src/ops.rs").compile();
+}
+"#;
+
+fn write_crate(dir: &Path, ops: &str) {
+    let ws = workspace();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = format!(
+        "[package]\nname = \"fixture-user\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nautotune = {{ path = {:?} }}\n\n\
+         [build-dependencies]\nautotune-build = {{ path = {:?} }}\n\n[workspace]\n",
+        ws.join("runtime"),
+        ws.join("autotune-build"),
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    // The workspace's lock file pins the same dependency versions (and lets the
+    // build run without the network once they are downloaded).
+    std::fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    std::fs::write(dir.join("build.rs"), BUILD).unwrap();
+    std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
+    std::fs::write(dir.join("src/ops.rs"), ops).unwrap();
+}
+
+fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut cmd = Command::new(cargo);
+    cmd.args(args).current_dir(dir);
+    // Start from a clean slate: nothing of this test process's own build leaks in.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AUTOTUNE_") || k.starts_with("CARGO_") || k == "RUSTFLAGS" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env(
+        "CARGO_TARGET_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-target"),
+    );
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("cargo runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn out_of_tree_crate() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    let good = root.join("good");
+    let _ = std::fs::remove_dir_all(&root);
+    write_crate(&good, OPS);
+
+    let run = cargo(&good, &["run", "--quiet"], &[]);
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    assert!(out.contains("fixture ok 8x16x32"), "{out}");
+    assert!(out.contains("fixture ok 3x5x7"), "{out}");
+    assert!(
+        out.contains(
+            "mm_bias_relu: tensor `b` dimension 0 (K) must be 3 (as `a` dimension 1), but is 4"
+        ),
+        "{out}"
+    );
+
+    // No C compiler: the build says what to install.
+    let build = cargo(&good, &["build", "--quiet"], &[("CC", "/nonexistent/cc")]);
+    let out = text(&build);
+    assert!(!build.status.success(), "{out}");
+    assert!(out.contains("no C compiler found"), "{out}");
+    assert!(out.contains("apt-get install gcc"), "{out}");
+
+    // A malformed operator: the build script names the file, line and column.
+    let bad = root.join("bad");
+    write_crate(&bad, &OPS.replace("b[k][j]", "c[k][j]"));
+    let build = cargo(&bad, &["build", "--quiet"], &[]);
+    let out = text(&build);
+    assert!(!build.status.success(), "{out}");
+    assert!(out.contains("unknown tensor `c`"), "{out}");
+    assert!(out.contains("--> src/ops.rs:6:67"), "{out}");
+}

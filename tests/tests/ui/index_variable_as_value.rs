@@ -1,0 +1,8 @@
+use autotune::tensor_op;
+
+#[tensor_op]
+pub fn ramp(a: Tensor<f32, N>) -> Tensor<f32, N> {
+    compute(|i| a[i] * i)
+}
+
+fn main() {}

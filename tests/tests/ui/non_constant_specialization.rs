@@ -1,0 +1,10 @@
+use autotune::tensor_op;
+
+const SIZE: usize = 64;
+
+#[tensor_op(specialize(M = SIZE, N = 64, K = 64))]
+pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+}
+
+fn main() {}
