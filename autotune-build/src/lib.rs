@@ -3,7 +3,7 @@
 //! generic kernel) to a loop nest and then to C, and compiles the C with the `cc`
 //! crate into a static library linked into the calling crate.
 //!
-//! ```no_run
+//! ```ignore
 //! // build.rs
 //! fn main() {
 //!     autotune_build::Builder::new().file("src/ops.rs").compile();

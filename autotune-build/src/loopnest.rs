@@ -21,21 +21,21 @@ impl IExpr {
     }
 
     /// `self + other`, folding constants.
-    pub fn add(self, other: IExpr) -> IExpr {
+    pub fn plus(self, other: IExpr) -> IExpr {
         match (self, other) {
             (IExpr::Const(a), IExpr::Const(b)) => IExpr::Const(a + b),
             (IExpr::Const(0), e) | (e, IExpr::Const(0)) => e,
             // Keep constants last so `i * 64 + 3` reads naturally.
             (IExpr::Add(a, b), IExpr::Const(c)) if matches!(*b, IExpr::Const(_)) => {
                 let IExpr::Const(bc) = *b else { unreachable!() };
-                a.add(IExpr::Const(bc + c))
+                a.plus(IExpr::Const(bc + c))
             }
             (a, b) => IExpr::Add(Box::new(a), Box::new(b)),
         }
     }
 
     /// `self * other`, folding constants.
-    pub fn mul(self, other: IExpr) -> IExpr {
+    pub fn times(self, other: IExpr) -> IExpr {
         match (self, other) {
             (IExpr::Const(a), IExpr::Const(b)) => IExpr::Const(a * b),
             (IExpr::Const(0), _) | (_, IExpr::Const(0)) => IExpr::Const(0),

@@ -83,7 +83,7 @@ pub fn lower(op: &Operator, variant: Variant, symbol: String) -> Kernel {
             elems: stage
                 .dims
                 .iter()
-                .fold(IExpr::Const(1), |acc, d| acc.mul(l.extent(d))),
+                .fold(IExpr::Const(1), |acc, d| acc.times(l.extent(d))),
         })
         .collect();
     let mut body = Vec::new();
@@ -161,9 +161,9 @@ impl Lowerer<'_> {
         ix.terms
             .iter()
             .fold(IExpr::Const(0), |acc, &(a, c)| {
-                acc.add(IExpr::var(&Self::axis_var(stage, a)).mul(IExpr::Const(c)))
+                acc.plus(IExpr::var(&Self::axis_var(stage, a)).times(IExpr::Const(c)))
             })
-            .add(IExpr::Const(ix.offset))
+            .plus(IExpr::Const(ix.offset))
     }
 
     /// Row-major flat offset of `tensor[index...]`.
@@ -173,7 +173,7 @@ impl Lowerer<'_> {
             .iter()
             .zip(dims)
             .fold(IExpr::Const(0), |acc, (ix, d)| {
-                acc.mul(self.extent(d)).add(self.affine(ix, stage))
+                acc.times(self.extent(d)).plus(self.affine(ix, stage))
             })
     }
 

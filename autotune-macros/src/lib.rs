@@ -87,7 +87,7 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
         .collect();
     let in_ranks: Vec<Literal> = op.inputs.iter().map(|i| rank(&i.dims)).collect();
     let generic_args = quote! {
-        #( #in_names: impl ::autotune::AsTensorRef<#lifetimes, #t, #in_ranks> ),*
+        #( #in_names: impl ::autotune::IntoTensorRef<#lifetimes, #t, #in_ranks> ),*
     };
     let view_args = quote! {
         #( #in_names: ::autotune::TensorRef<#lifetimes, #t, #in_ranks> ),*
@@ -151,7 +151,7 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
         }
 
         #[doc = concat!("Like [`", #op_name, "`], writing into `out`.")]
-        #vis fn #into<#(#lifetimes,)* 'o>(#generic_args, out: impl ::autotune::AsTensorMut<'o, #t, #out_rank>)
+        #vis fn #into<#(#lifetimes,)* 'o>(#generic_args, out: impl ::autotune::IntoTensorMut<'o, #t, #out_rank>)
             -> ::core::result::Result<(), ::autotune::Error>
         {
             #to_views
@@ -170,7 +170,7 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
         }
 
         #[doc = concat!("The naive Rust reference implementation of [`", #op_name, "_into`].")]
-        #vis fn #reference_into<#(#lifetimes,)* 'o>(#generic_args, out: impl ::autotune::AsTensorMut<'o, #t, #out_rank>)
+        #vis fn #reference_into<#(#lifetimes,)* 'o>(#generic_args, out: impl ::autotune::IntoTensorMut<'o, #t, #out_rank>)
             -> ::core::result::Result<(), ::autotune::Error>
         {
             #to_views

@@ -1,6 +1,6 @@
 //! Helpers called by the `#[tensor_op]` expansion. Not a public API.
 
-use crate::{AsTensorMut, AsTensorRef, Error, TensorMut, TensorRef};
+use crate::{Error, IntoTensorMut, IntoTensorRef, TensorMut, TensorRef};
 
 pub use crate::Element;
 
@@ -18,10 +18,10 @@ pub enum Impl {
 pub fn input<'a, T, const R: usize>(
     op: &'static str,
     tensor: &'static str,
-    t: impl AsTensorRef<'a, T, R>,
+    t: impl IntoTensorRef<'a, T, R>,
 ) -> Result<TensorRef<'a, T, R>, Error> {
     let t = t
-        .as_tensor_ref()
+        .into_tensor_ref()
         .map_err(|_| Error::NotContiguous { op, tensor })?;
     check_len(op, tensor, t.data().len(), &t.dims())?;
     Ok(t)
@@ -29,9 +29,9 @@ pub fn input<'a, T, const R: usize>(
 
 pub fn output<'a, T, const R: usize>(
     op: &'static str,
-    t: impl AsTensorMut<'a, T, R>,
+    t: impl IntoTensorMut<'a, T, R>,
 ) -> Result<TensorMut<'a, T, R>, Error> {
-    let mut t = t.as_tensor_mut().map_err(|_| Error::NotContiguous {
+    let mut t = t.into_tensor_mut().map_err(|_| Error::NotContiguous {
         op,
         tensor: "output",
     })?;

@@ -22,4 +22,6 @@ pub mod __private;
 
 pub use autotune_macros::tensor_op;
 pub use error::Error;
-pub use tensor::{AsTensorMut, AsTensorRef, Element, NotContiguous, Tensor, TensorMut, TensorRef};
+pub use tensor::{
+    Element, IntoTensorMut, IntoTensorRef, NotContiguous, Tensor, TensorMut, TensorRef,
+};

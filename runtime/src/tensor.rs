@@ -136,60 +136,60 @@ impl<T: Element, const R: usize> Tensor<T, R> {
 pub struct NotContiguous;
 
 /// Anything an operator accepts as an input tensor of rank `R`.
-pub trait AsTensorRef<'a, T, const R: usize> {
-    fn as_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous>;
+pub trait IntoTensorRef<'a, T, const R: usize> {
+    fn into_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous>;
 }
 
 /// Anything an operator accepts as an output buffer of rank `R`.
-pub trait AsTensorMut<'a, T, const R: usize> {
-    fn as_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous>;
+pub trait IntoTensorMut<'a, T, const R: usize> {
+    fn into_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous>;
 }
 
-impl<'a, T, const R: usize> AsTensorRef<'a, T, R> for TensorRef<'a, T, R> {
-    fn as_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
+impl<'a, T, const R: usize> IntoTensorRef<'a, T, R> for TensorRef<'a, T, R> {
+    fn into_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
         Ok(self)
     }
 }
 
-impl<'a, T: Element, const R: usize> AsTensorRef<'a, T, R> for &'a Tensor<T, R> {
-    fn as_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
+impl<'a, T: Element, const R: usize> IntoTensorRef<'a, T, R> for &'a Tensor<T, R> {
+    fn into_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
         Ok(self.view())
     }
 }
 
 /// A plain slice with its dimensions: `(&data, [rows, cols])`.
-impl<'a, T, const R: usize> AsTensorRef<'a, T, R> for (&'a [T], [usize; R]) {
-    fn as_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
+impl<'a, T, const R: usize> IntoTensorRef<'a, T, R> for (&'a [T], [usize; R]) {
+    fn into_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
         Ok(TensorRef::new(self.0, self.1))
     }
 }
 
-impl<'a, T, const R: usize> AsTensorRef<'a, T, R> for (&'a Vec<T>, [usize; R]) {
-    fn as_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
+impl<'a, T, const R: usize> IntoTensorRef<'a, T, R> for (&'a Vec<T>, [usize; R]) {
+    fn into_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
         Ok(TensorRef::new(self.0, self.1))
     }
 }
 
-impl<'a, T, const R: usize> AsTensorMut<'a, T, R> for TensorMut<'a, T, R> {
-    fn as_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
+impl<'a, T, const R: usize> IntoTensorMut<'a, T, R> for TensorMut<'a, T, R> {
+    fn into_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
         Ok(self)
     }
 }
 
-impl<'a, T: Element, const R: usize> AsTensorMut<'a, T, R> for &'a mut Tensor<T, R> {
-    fn as_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
+impl<'a, T: Element, const R: usize> IntoTensorMut<'a, T, R> for &'a mut Tensor<T, R> {
+    fn into_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
         Ok(self.view_mut())
     }
 }
 
-impl<'a, T, const R: usize> AsTensorMut<'a, T, R> for (&'a mut [T], [usize; R]) {
-    fn as_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
+impl<'a, T, const R: usize> IntoTensorMut<'a, T, R> for (&'a mut [T], [usize; R]) {
+    fn into_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
         Ok(TensorMut::new(self.0, self.1))
     }
 }
 
-impl<'a, T, const R: usize> AsTensorMut<'a, T, R> for (&'a mut Vec<T>, [usize; R]) {
-    fn as_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
+impl<'a, T, const R: usize> IntoTensorMut<'a, T, R> for (&'a mut Vec<T>, [usize; R]) {
+    fn into_tensor_mut(self) -> Result<TensorMut<'a, T, R>, NotContiguous> {
         Ok(TensorMut::new(self.0, self.1))
     }
 }
@@ -201,33 +201,33 @@ mod ndarray_impls {
 
     macro_rules! ranks {
         ($($r:literal)*) => {$(
-            impl<'a, T: Element, S: Data<Elem = T>> AsTensorRef<'a, T, $r>
+            impl<'a, T: Element, S: Data<Elem = T>> IntoTensorRef<'a, T, $r>
                 for &'a ArrayBase<S, Dim<[usize; $r]>>
             {
-                fn as_tensor_ref(self) -> Result<TensorRef<'a, T, $r>, NotContiguous> {
+                fn into_tensor_ref(self) -> Result<TensorRef<'a, T, $r>, NotContiguous> {
                     let dims: [usize; $r] = self.shape().try_into().expect("rank is static");
                     Ok(TensorRef::new(self.as_slice().ok_or(NotContiguous)?, dims))
                 }
             }
 
-            impl<'a, T: Element> AsTensorRef<'a, T, $r> for ArrayView<'a, T, Dim<[usize; $r]>> {
-                fn as_tensor_ref(self) -> Result<TensorRef<'a, T, $r>, NotContiguous> {
+            impl<'a, T: Element> IntoTensorRef<'a, T, $r> for ArrayView<'a, T, Dim<[usize; $r]>> {
+                fn into_tensor_ref(self) -> Result<TensorRef<'a, T, $r>, NotContiguous> {
                     let dims: [usize; $r] = self.shape().try_into().expect("rank is static");
                     Ok(TensorRef::new(self.to_slice().ok_or(NotContiguous)?, dims))
                 }
             }
 
-            impl<'a, T: Element, S: DataMut<Elem = T>> AsTensorMut<'a, T, $r>
+            impl<'a, T: Element, S: DataMut<Elem = T>> IntoTensorMut<'a, T, $r>
                 for &'a mut ArrayBase<S, Dim<[usize; $r]>>
             {
-                fn as_tensor_mut(self) -> Result<TensorMut<'a, T, $r>, NotContiguous> {
+                fn into_tensor_mut(self) -> Result<TensorMut<'a, T, $r>, NotContiguous> {
                     let dims: [usize; $r] = self.shape().try_into().expect("rank is static");
                     Ok(TensorMut::new(self.as_slice_mut().ok_or(NotContiguous)?, dims))
                 }
             }
 
-            impl<'a, T: Element> AsTensorMut<'a, T, $r> for ArrayViewMut<'a, T, Dim<[usize; $r]>> {
-                fn as_tensor_mut(self) -> Result<TensorMut<'a, T, $r>, NotContiguous> {
+            impl<'a, T: Element> IntoTensorMut<'a, T, $r> for ArrayViewMut<'a, T, Dim<[usize; $r]>> {
+                fn into_tensor_mut(self) -> Result<TensorMut<'a, T, $r>, NotContiguous> {
                     let dims: [usize; $r] = self.shape().try_into().expect("rank is static");
                     Ok(TensorMut::new(self.into_slice().ok_or(NotContiguous)?, dims))
                 }

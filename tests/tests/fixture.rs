@@ -70,7 +70,10 @@ fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.args(args).current_dir(dir);
     // Start from a clean slate: nothing of this test process's own build leaks in.
     for (k, _) in std::env::vars() {
-        if k.starts_with("AUTOTUNE_") || k.starts_with("CARGO_") || k == "RUSTFLAGS" {
+        if k.starts_with("AUTOTUNE_")
+            || (k.starts_with("CARGO_") && k != "CARGO_HOME")
+            || k == "RUSTFLAGS"
+        {
             cmd.env_remove(k);
         }
     }
