@@ -1,0 +1,124 @@
+//! Snapshots of the generated C (refresh with `cargo insta review` or
+//! `INSTA_UPDATE=always`), and the build helper's file-level errors.
+
+use std::path::{Path, PathBuf};
+
+use autotune_build::{load_operators, operator_c, Error};
+use autotune_lang::mangle::Package;
+
+fn pkg() -> Package {
+    Package {
+        name: "snap".to_string(),
+        version: "0.0.0".to_string(),
+    }
+}
+
+fn ops_from(source: &str) -> Result<Vec<autotune_build::SourceOp>, Error> {
+    let dir = tempdir();
+    std::fs::write(dir.join("ops.rs"), source).unwrap();
+    load_operators(&dir, &[PathBuf::from("ops.rs")])
+}
+
+fn tempdir() -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "codegen-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn matmul_c() {
+    let ops = ops_from(
+        r#"
+        #[tensor_op(specialize(M = 64, N = 64, K = 64))]
+        pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }
+        "#,
+    )
+    .unwrap();
+    insta::assert_snapshot!(operator_c(&pkg(), &ops[0].op));
+}
+
+#[test]
+fn padded_pool_and_stages_c() {
+    let ops = ops_from(
+        r#"
+        mod inner {
+            #[autotune::tensor_op(OH = (H + 2 - 3) / 2 + 1)]
+            pub fn pool_relu(x: Tensor<f64, (C, H)>, b: Tensor<f64, C>) -> Tensor<f64, (C, OH)> {
+                let p: Tensor<f64, (C, OH)> = compute(|c, o| max(|r @ 0..3| x.pad(f64::NEG_INFINITY)[c][o * 2 + r - 1]));
+                compute(|c, o| max(p[c][o] + b[c], 0.0))
+            }
+        }
+        "#,
+    )
+    .unwrap();
+    insta::assert_snapshot!(operator_c(&pkg(), &ops[0].op));
+}
+
+#[test]
+fn generated_source_is_deterministic() {
+    let src =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/src/ops.rs"))
+            .unwrap();
+    let a: Vec<String> = ops_from(&src)
+        .unwrap()
+        .iter()
+        .map(|o| operator_c(&pkg(), &o.op))
+        .collect();
+    let b: Vec<String> = ops_from(&src)
+        .unwrap()
+        .iter()
+        .map(|o| operator_c(&pkg(), &o.op))
+        .collect();
+    assert_eq!(a, b);
+    assert!(a.len() >= 15);
+}
+
+#[test]
+fn language_error_names_file_line_and_column() {
+    let err = ops_from(
+        "#[tensor_op]\npub fn t(a: Tensor<f32, (M, N)>) -> Tensor<f32, (N, M)> {\n    compute(|j, i| a[i][j][0])\n}\n",
+    )
+    .err()
+    .expect("wrong rank is an error");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("wrong rank: `a` has 2 dimension(s) but is indexed with 3"),
+        "{text}"
+    );
+    assert!(text.contains("--> ops.rs:3:20"), "{text}");
+    assert!(text.contains("^^^^^^^^^^"), "{text}");
+}
+
+#[test]
+fn rust_syntax_error_and_duplicates() {
+    let err = ops_from("fn broken( {").err().expect("syntax error");
+    assert!(err.to_string().contains("--> ops.rs:1:"), "{err}");
+    let op = "#[tensor_op]\npub fn t(a: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| a[i]) }\n";
+    let err = ops_from(&format!("{op}mod m {{\n{op}}}\n"))
+        .err()
+        .expect("duplicate");
+    assert_eq!(
+        err.to_string(),
+        "operator `t` is defined twice (ops.rs:2 and ops.rs:5); operator names must be unique within a package"
+    );
+}
+
+#[test]
+fn missing_file() {
+    let err = load_operators(Path::new("/nonexistent"), &[PathBuf::from("ops.rs")])
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .starts_with("cannot read /nonexistent/ops.rs"),
+        "{err}"
+    );
+}
