@@ -23,6 +23,12 @@ pub enum Error {
     /// A syntax or language error in a source file.
     #[error("{0}")]
     Source(Diagnostic),
+    #[error("operator `{op}`, kernel {variant}: {source}")]
+    Config {
+        op: String,
+        variant: String,
+        source: crate::space::ConfigError,
+    },
     #[error(
         "operator `{name}` is defined twice ({first} and {second}); operator names must be \
          unique within a package"

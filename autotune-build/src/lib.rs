@@ -10,21 +10,49 @@
 //! }
 //! ```
 //!
-//! Modules, in the order data flows through them: [`lower`] (IR → [`loopnest`]),
-//! [`codegen`] (loop nest → C). Parsing and symbol names come from
-//! `autotune-lang`, shared with the `#[tensor_op]` macro.
+//! Modules, in the order data flows through them: [`space`] (the schedule
+//! space of a workload and its configs), [`lower`] and `tiled` (IR + schedule →
+//! [`loopnest`]), [`codegen`] (loop nest → C). Parsing and symbol names come
+//! from `autotune-lang`, shared with the `#[tensor_op]` macro.
 
 pub mod codegen;
 pub mod error;
 pub mod loopnest;
 pub mod lower;
+pub mod space;
+mod tiled;
 
 use std::path::{Path, PathBuf};
 
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
+use crate::codegen::Isa;
+use crate::space::{Config, Space};
+
 pub use error::{Diagnostic, Error};
+
+/// The C source of the runtime the kernels call (thread pool, ISA detection);
+/// compiled with each package's kernels and into measurement programs, with
+/// `AUTOTUNE_POOL_PREFIX` replaced by [`mangle::runtime_prefix`].
+pub const RUNTIME_C: [(&str, &str); 2] = [
+    ("pool.c", include_str!("pool.c")),
+    ("isa.c", include_str!("isa.c")),
+];
+
+/// The runtime's C source for a package.
+pub fn runtime_c(prefix: &str, source: &str) -> String {
+    source.replace("AUTOTUNE_POOL_PREFIX", prefix)
+}
+
+/// The flags every kernel is compiled with, in the build and when measured.
+pub const C_FLAGS: [&str; 4] = [
+    "-std=gnu99",
+    "-fno-math-errno",
+    "-ffp-contract=fast",
+    // Generated nests define every tile index, whether or not a schedule reads it.
+    "-Wno-unused-variable",
+];
 
 /// Compiles the operators of a crate's source files; see the crate docs.
 #[derive(Clone, Debug, Default)]
@@ -75,10 +103,18 @@ impl Builder {
             path: c_dir.clone(),
             source,
         })?;
+        let isas = Isa::levels(&std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default());
         let mut c_files = Vec::new();
         for s in &ops {
             let path = c_dir.join(format!("{}.c", s.op.name));
-            write_if_changed(&path, &operator_c(&pkg, &s.op))?;
+            let configs = vec![None; s.op.specializations.len()];
+            write_if_changed(&path, &operator_c(&pkg, &s.op, &configs, &isas)?)?;
+            c_files.push(path);
+        }
+        let prefix = mangle::runtime_prefix(&pkg);
+        for (name, source) in RUNTIME_C {
+            let path = c_dir.join(name);
+            write_if_changed(&path, &runtime_c(&prefix, source))?;
             c_files.push(path);
         }
         if !c_files.is_empty() {
@@ -129,17 +165,49 @@ pub fn load_operators(root: &Path, files: &[PathBuf]) -> Result<Vec<SourceOp>, E
     Ok(ops)
 }
 
-/// The C source of every variant of one operator.
-pub fn operator_c(pkg: &Package, op: &Operator) -> String {
-    let mut c = codegen::file_header(&format!("operator `{}`", op.name));
-    let variants = (0..op.specializations.len())
-        .map(Variant::Specialized)
-        .chain([Variant::Generic]);
-    for v in variants {
-        let kernel = lower::lower(op, v, mangle::kernel_symbol(pkg, op, v));
-        c.push_str(&codegen::kernel_c(&kernel));
+/// The C source of every variant of one operator: each specialisation with its
+/// config (`None`: the space's default config), and the generic kernel.
+pub fn operator_c(
+    pkg: &Package,
+    op: &Operator,
+    configs: &[Option<Config>],
+    isas: &[Isa],
+) -> Result<String, Error> {
+    let runtime = mangle::runtime_prefix(pkg);
+    let mut c = codegen::file_header(&format!("operator `{}`", op.name), op.dtype, &runtime);
+    for i in 0..op.specializations.len() {
+        let config = configs.get(i).cloned().flatten();
+        c.push_str(&variant_c(pkg, op, Variant::Specialized(i), config, isas)?);
     }
-    c
+    c.push_str(&variant_c(pkg, op, Variant::Generic, None, isas)?);
+    Ok(c)
+}
+
+/// The C source of one variant (without the file header).
+pub fn variant_c(
+    pkg: &Package,
+    op: &Operator,
+    variant: Variant,
+    config: Option<Config>,
+    isas: &[Isa],
+) -> Result<String, Error> {
+    let runtime = mangle::runtime_prefix(pkg);
+    let symbol = mangle::kernel_symbol(pkg, op, variant);
+    let schedule = match variant {
+        Variant::Generic => None,
+        Variant::Specialized(i) => {
+            let shapes = &op.specializations[i].values;
+            let space = Space::new(op, shapes);
+            let config = config.unwrap_or_else(|| space.default_config(op, shapes));
+            Some(space.plan(op, &config).map_err(|source| Error::Config {
+                op: op.name.clone(),
+                variant: mangle::variant_name(op, variant),
+                source,
+            })?)
+        }
+    };
+    let kernel = lower::lower(op, variant, schedule.as_deref(), symbol, runtime);
+    Ok(codegen::kernel_c(&kernel, isas))
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
@@ -156,12 +224,10 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
 /// are fixed here, not taken from the profile: kernels are always optimised.
 fn compile_c(files: &[PathBuf], name: &str) -> Result<(), Error> {
     let mut build = cc::Build::new();
-    build
-        .files(files)
-        .opt_level(3)
-        .std("c99")
-        .flag_if_supported("-fno-math-errno")
-        .warnings(true);
+    build.files(files).opt_level(3).warnings(true);
+    for f in C_FLAGS {
+        build.flag(f);
+    }
     let compiler = build.try_get_compiler().map_err(|e| Error::NoCompiler {
         detail: e.to_string(),
     })?;

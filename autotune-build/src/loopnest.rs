@@ -13,6 +13,10 @@ pub enum IExpr {
     Var(String),
     Add(Box<IExpr>, Box<IExpr>),
     Mul(Box<IExpr>, Box<IExpr>),
+    Min(Box<IExpr>, Box<IExpr>),
+    /// Division of non-negative values (rounds down).
+    Div(Box<IExpr>, Box<IExpr>),
+    Mod(Box<IExpr>, Box<IExpr>),
 }
 
 impl IExpr {
@@ -45,6 +49,30 @@ impl IExpr {
         }
     }
 
+    pub fn min(self, other: IExpr) -> IExpr {
+        match (self, other) {
+            (IExpr::Const(a), IExpr::Const(b)) => IExpr::Const(a.min(b)),
+            (a, b) if a == b => a,
+            (a, b) => IExpr::Min(Box::new(a), Box::new(b)),
+        }
+    }
+
+    pub fn floor_div(self, d: i64) -> IExpr {
+        match self {
+            IExpr::Const(a) => IExpr::Const(a.div_euclid(d)),
+            e if d == 1 => e,
+            e => IExpr::Div(Box::new(e), Box::new(IExpr::Const(d))),
+        }
+    }
+
+    pub fn modulo(self, d: i64) -> IExpr {
+        match self {
+            IExpr::Const(a) => IExpr::Const(a.rem_euclid(d)),
+            _ if d == 1 => IExpr::Const(0),
+            e => IExpr::Mod(Box::new(e), Box::new(IExpr::Const(d))),
+        }
+    }
+
     pub fn as_const(&self) -> Option<i64> {
         match self {
             IExpr::Const(c) => Some(*c),
@@ -53,48 +81,137 @@ impl IExpr {
     }
 }
 
-/// Value expression in the kernel's element type.
+/// Value expression in the kernel's element type: a scalar, or a vector of
+/// `lanes` elements (GCC vector extensions) where a load or local says so.
 #[derive(Clone, Debug, PartialEq)]
 pub enum VExpr {
     Const(f64),
     /// An index expression converted to the element type (shape values).
     FromIndex(IExpr),
-    /// `buf[index]`; when `guard` is not empty the load happens only if every
-    /// `0 <= e < bound` holds, and `pad` is the value otherwise.
+    /// `buf[index]`, or with `lanes > 1` the vector `buf[index + l * stride]` for
+    /// each lane `l` (one vector load when `stride` is 1). When `guard` is not
+    /// empty (scalars only) the load happens only if every `0 <= e < bound`
+    /// holds, and `pad` is the value otherwise.
     Load {
         buf: String,
         index: IExpr,
         guard: Vec<(IExpr, IExpr)>,
         pad: f64,
+        lanes: usize,
+        stride: i64,
     },
     Local(String),
+    /// One lane of a vector local.
+    Lane(String, IExpr),
+    /// A scalar repeated in every lane.
+    Splat(Box<VExpr>, usize),
     Unary(UnaryOp, Box<VExpr>),
     Binary(BinaryOp, Box<VExpr>, Box<VExpr>),
 }
 
+impl VExpr {
+    /// A scalar load without guard.
+    pub fn load(buf: &str, index: IExpr) -> VExpr {
+        VExpr::Load {
+            buf: buf.to_string(),
+            index,
+            guard: Vec::new(),
+            pad: 0.0,
+            lanes: 1,
+            stride: 1,
+        }
+    }
+}
+
+/// How a loop runs, for readers of the nest (features, comments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopKind {
+    Serial,
+    /// The body holds explicit copies for consecutive iterations.
+    Unrolled(usize),
+    /// Runs over the lanes of vectors (partial-tile and lane-wise code).
+    Lanes,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
-    /// `for (int64_t var = 0; var < extent; ++var)`.
+    /// `for (int64_t var = start; var < end; var += step)`.
     For {
+        var: String,
+        start: IExpr,
+        end: IExpr,
+        step: i64,
+        kind: LoopKind,
+        body: Vec<Stmt>,
+    },
+    /// Runs `body` for `var` in `0..extent` on the thread pool; the body may read
+    /// every buffer of the kernel and write disjoint parts of them.
+    Parallel {
         var: String,
         extent: IExpr,
         body: Vec<Stmt>,
     },
-    /// Declares a scalar local of the element type.
+    /// `const int64_t name = value;`
+    Let {
+        name: String,
+        value: IExpr,
+    },
+    /// Declares a local of the element type (a vector of `lanes` if above 1).
     Local {
         name: String,
+        lanes: usize,
         init: VExpr,
     },
     Assign {
         name: String,
         value: VExpr,
     },
+    SetLane {
+        name: String,
+        lane: IExpr,
+        value: VExpr,
+    },
+    /// `buf[index] = value`, or for `lanes > 1` one vector store (stride 1) or a
+    /// store per lane.
     Store {
         buf: String,
         index: IExpr,
         value: VExpr,
+        lanes: usize,
+        stride: i64,
+    },
+    /// `if (all lhs < rhs) then else otherwise`.
+    If {
+        conds: Vec<(IExpr, IExpr)>,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
     },
     Comment(String),
+}
+
+impl Stmt {
+    /// `for (var = 0; var < extent; ++var) body`.
+    pub fn serial(var: &str, extent: IExpr, body: Vec<Stmt>) -> Stmt {
+        Stmt::For {
+            var: var.to_string(),
+            start: IExpr::Const(0),
+            end: extent,
+            step: 1,
+            kind: LoopKind::Serial,
+            body,
+        }
+    }
+
+    /// A scalar store.
+    pub fn store(buf: &str, index: IExpr, value: VExpr) -> Stmt {
+        Stmt::Store {
+            buf: buf.to_string(),
+            index,
+            value,
+            lanes: 1,
+            stride: 1,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +238,8 @@ pub struct Scratch {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
     pub symbol: String,
+    /// Prefix of the runtime's C functions (`<prefix>_parallel_for`).
+    pub runtime: String,
     pub dtype: DType,
     /// Lines of the comment above the function.
     pub doc: Vec<String>,

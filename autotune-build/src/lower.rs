@@ -1,11 +1,15 @@
-//! IR → loop nest, with the default schedule: every stage is a nest over its
-//! spatial axes in declaration order; each reduction accumulates in a scalar
-//! local inside it, and the stage's value is stored once.
+//! IR → loop nest. Each stage is lowered with its schedule: the default one
+//! (here: a nest over the spatial axes in declaration order, each reduction
+//! accumulating in a scalar local, the value stored once), a tiled one from the
+//! schedule space (`tiled`), or not at all when it is fused into its producer's
+//! store.
 
 use autotune_lang::ir::{Affine, Expr, Extent, Operator, Stage, TensorRef};
 use autotune_lang::mangle::Variant;
 
 use crate::loopnest::{IExpr, Kernel, Param, ParamKind, Scratch, Stmt, VExpr};
+use crate::space::StageSchedule;
+use crate::tiled;
 
 /// C keywords and names the generated code uses itself; a user name equal to one
 /// of them gets a trailing `_`.
@@ -13,19 +17,22 @@ const RESERVED: &[&str] = &[
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
     "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-    "union", "unsigned", "void", "volatile", "while", "out", "status", "int64_t", "int32_t",
+    "union", "unsigned", "void", "volatile", "while", "out", "status", "ctx", "int64_t", "int32_t",
     "INFINITY", "NAN", "NULL",
 ];
 
 /// The C name of a user's index variable or shape.
 pub fn c_ident(name: &str) -> String {
+    // Generated names contain `__` (tiled code) or start with `in_`, `st_`, `acc`:
+    // user names are kept apart from both.
+    let name = name.replace("__", "_0_");
     let generated = name.starts_with("in_")
         || name.starts_with("st_")
         || (name.starts_with("acc") && name[3..].chars().all(|c| c.is_ascii_digit()));
-    if RESERVED.contains(&name) || generated || name.starts_with("__") {
+    if RESERVED.contains(&name.as_str()) || generated || name.starts_with('_') {
         format!("{name}_")
     } else {
-        name.to_string()
+        name
     }
 }
 
@@ -38,29 +45,34 @@ pub fn buffer_name(op: &Operator, t: TensorRef) -> String {
     }
 }
 
-struct Lowerer<'a> {
-    op: &'a Operator,
+pub(crate) struct Lowerer<'a> {
+    pub op: &'a Operator,
     /// Shape values of a specialisation; `None` for the generic kernel.
-    shapes: Option<&'a [i64]>,
+    pub shapes: Option<&'a [i64]>,
     next_acc: usize,
 }
 
-/// Lowers one variant of `op` with the default schedule.
-pub fn lower(op: &Operator, variant: Variant, symbol: String) -> Kernel {
+/// Lowers one variant of `op`: with `schedule` (one entry per stage; used only
+/// for a specialisation) or the default schedule. `runtime` prefixes the
+/// runtime's C functions (the thread pool) the kernel may call.
+pub fn lower(
+    op: &Operator,
+    variant: Variant,
+    schedule: Option<&[StageSchedule]>,
+    symbol: String,
+    runtime: String,
+) -> Kernel {
     let shapes = match variant {
         Variant::Generic => None,
         Variant::Specialized(i) => Some(op.specializations[i].values.as_slice()),
     };
-    let mut l = Lowerer {
-        op,
-        shapes,
-        next_acc: 0,
+    let schedule = match (schedule, shapes) {
+        (Some(s), Some(_)) => s.to_vec(),
+        _ => vec![StageSchedule::Default; op.stages.len()],
     };
-    let mut params: Vec<Param> = op
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, _)| Param {
+    let mut l = Lowerer::new(op, shapes);
+    let mut params: Vec<Param> = (0..op.inputs.len())
+        .map(|i| Param {
             name: buffer_name(op, TensorRef::Input(i)),
             kind: ParamKind::Input,
         })
@@ -75,9 +87,12 @@ pub fn lower(op: &Operator, variant: Variant, symbol: String) -> Kernel {
             kind: ParamKind::Shape,
         }));
     }
-    let scratch = op.stages[..op.stages.len() - 1]
+    let fused_consumer = |s: usize| schedule.iter().position(|x| *x == StageSchedule::Fused(s));
+    // A stage whose consumer is fused into it writes the consumer's buffer instead.
+    let mut scratch: Vec<Scratch> = op.stages[..op.stages.len() - 1]
         .iter()
         .enumerate()
+        .filter(|(s, _)| fused_consumer(*s).is_none())
         .map(|(s, stage)| Scratch {
             name: buffer_name(op, TensorRef::Stage(s)),
             elems: stage
@@ -88,12 +103,32 @@ pub fn lower(op: &Operator, variant: Variant, symbol: String) -> Kernel {
         .collect();
     let mut body = Vec::new();
     for (s, stage) in op.stages.iter().enumerate() {
-        body.push(Stmt::Comment(format!(
-            "stage {}",
-            op.tensor_name(TensorRef::Stage(s))
-        )));
-        body.extend(l.stage(s, stage));
+        let name = op.tensor_name(TensorRef::Stage(s));
+        match &schedule[s] {
+            StageSchedule::Fused(p) => body.push(Stmt::Comment(format!(
+                "stage {name}: computed in the store of stage {}",
+                op.tensor_name(TensorRef::Stage(*p))
+            ))),
+            StageSchedule::Default => {
+                body.push(Stmt::Comment(format!("stage {name}: default schedule")));
+                body.extend(l.stage(s, stage));
+            }
+            StageSchedule::Tiled(plan) => {
+                let shapes = shapes.expect("tiled stages are specialised");
+                body.extend(tiled::lower_stage(
+                    op,
+                    shapes,
+                    s,
+                    plan,
+                    fused_consumer(s),
+                    &mut scratch,
+                ));
+            }
+        }
     }
+    let tiled = schedule
+        .iter()
+        .any(|s| matches!(s, StageSchedule::Tiled(_)));
     let doc = vec![
         format!(
             "operator `{}` ({}), {} kernel",
@@ -107,10 +142,15 @@ pub fn lower(op: &Operator, variant: Variant, symbol: String) -> Kernel {
                 ),
             }
         ),
-        "schedule: default (loops in declaration order, scalar accumulators)".to_string(),
+        if tiled {
+            "schedule: tiled (each stage's comment gives its plan)".to_string()
+        } else {
+            "schedule: default (loops in declaration order, scalar accumulators)".to_string()
+        },
     ];
     Kernel {
         symbol,
+        runtime,
         dtype: op.dtype,
         doc,
         params,
@@ -119,8 +159,16 @@ pub fn lower(op: &Operator, variant: Variant, symbol: String) -> Kernel {
     }
 }
 
-impl Lowerer<'_> {
-    fn extent(&self, e: &Extent) -> IExpr {
+impl<'a> Lowerer<'a> {
+    pub fn new(op: &'a Operator, shapes: Option<&'a [i64]>) -> Lowerer<'a> {
+        Lowerer {
+            op,
+            shapes,
+            next_acc: 0,
+        }
+    }
+
+    pub fn extent(&self, e: &Extent) -> IExpr {
         match (e, self.shapes) {
             (Extent::Const(c), _) => IExpr::Const(*c),
             (Extent::Var(v), Some(values)) => IExpr::Const(values[*v]),
@@ -133,7 +181,7 @@ impl Lowerer<'_> {
     }
 
     /// The loop nest of one stage.
-    fn stage(&mut self, s: usize, stage: &Stage) -> Vec<Stmt> {
+    pub fn stage(&mut self, s: usize, stage: &Stage) -> Vec<Stmt> {
         let mut body = Vec::new();
         let value = self.value(stage, &stage.body, &mut body);
         let out = TensorRef::Stage(s);
@@ -142,17 +190,13 @@ impl Lowerer<'_> {
             &(0..stage.n_spatial).map(Affine::axis).collect::<Vec<_>>(),
             stage,
         );
-        body.push(Stmt::Store {
-            buf: buffer_name(self.op, out),
-            index,
-            value,
-        });
+        body.push(Stmt::store(&buffer_name(self.op, out), index, value));
         for a in (0..stage.n_spatial).rev() {
-            body = vec![Stmt::For {
-                var: Self::axis_var(stage, a),
-                extent: self.extent(&stage.axes[a].extent),
+            body = vec![Stmt::serial(
+                &Self::axis_var(stage, a),
+                self.extent(&stage.axes[a].extent),
                 body,
-            }];
+            )];
         }
         body
     }
@@ -201,6 +245,8 @@ impl Lowerer<'_> {
                     index: self.flat_index(*tensor, index, stage),
                     guard,
                     pad: pad.unwrap_or(0.0),
+                    lanes: 1,
+                    stride: 1,
                 }
             }
             Expr::Unary(op, a) => VExpr::Unary(*op, Box::new(self.value(stage, a, pre))),
@@ -223,14 +269,15 @@ impl Lowerer<'_> {
                     ),
                 });
                 for &a in axes.iter().rev() {
-                    inner = vec![Stmt::For {
-                        var: Self::axis_var(stage, a),
-                        extent: self.extent(&stage.axes[a].extent),
-                        body: inner,
-                    }];
+                    inner = vec![Stmt::serial(
+                        &Self::axis_var(stage, a),
+                        self.extent(&stage.axes[a].extent),
+                        inner,
+                    )];
                 }
                 pre.push(Stmt::Local {
                     name: acc.clone(),
+                    lanes: 1,
                     init: VExpr::Const(op.identity()),
                 });
                 pre.extend(inner);

@@ -4,8 +4,10 @@
 //! It owns the grammar of `#[tensor_op]` functions ([`parse`]), the IR they become
 //! ([`ir`]), and the kernel symbol names ([`mangle`]). It knows nothing of
 //! schedules, C or Rust code generation: the macro and the build helper each lower
-//! the same [`ir::Operator`] to their side.
+//! the same [`ir::Operator`] to their side. [`eval`] interprets the IR directly,
+//! as the reference the tuner and the tests check kernels against.
 
+pub mod eval;
 pub mod ir;
 pub mod mangle;
 pub mod parse;

@@ -87,6 +87,16 @@ pub fn kernel_symbol(pkg: &Package, op: &Operator, variant: Variant) -> String {
     )
 }
 
+/// Prefix of the runtime C functions (thread pool, ISA level) compiled with a
+/// package's kernels: `<prefix>_parallel_for`, `<prefix>_isa_level`.
+pub fn runtime_prefix(pkg: &Package) -> String {
+    format!(
+        "autotune1_{}_{}",
+        sanitize(&pkg.name),
+        sanitize(&pkg.version)
+    )
+}
+
 /// The environment variable the build helper sets (`cargo:rustc-env`) for each
 /// operator it compiled; the macro's expansion requires it, so a crate that
 /// forgot its build script gets a compile error that says how to add one.

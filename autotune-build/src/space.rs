@@ -1,0 +1,621 @@
+//! The schedule space of a workload, generated from the IR with no per-operator
+//! template (as Ansor generates sketches rather than AutoTVM's hand templates).
+//!
+//! Every stage that is not fused into its producer gets the same tiled structure
+//! (see `lower::tiled`): spatial axes split in three levels (outer, block,
+//! register tile), reduction axes in two (outer, inner), one spatial axis
+//! vectorised, register accumulation, optional packing of each operand and
+//! fusion of an element-wise consumer. The knobs choose the split factors, the
+//! loop order, the vector axis and width, the unroll depth, the parallel extent,
+//! packing and fusion.
+//!
+//! A [`Config`] is one point of the space: knob name → value, readable and stable
+//! (a later cache stores it as is). [`Space::index_of`] and [`Space::config_at`]
+//! are a bijection between configs and `0..Space::size()`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use autotune_lang::ir::{DType, Expr, Extent, Operator, Stage, TensorRef};
+
+/// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Value {
+    Int(i64),
+    Name(String),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Name(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// One point of a schedule space.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Config(pub BTreeMap<String, Value>);
+
+impl Config {
+    fn int(&self, key: &str) -> i64 {
+        match self.0.get(key) {
+            Some(Value::Int(i)) => *i,
+            other => panic!("config knob `{key}` is not a number: {other:?}"),
+        }
+    }
+
+    fn name(&self, key: &str) -> &str {
+        match self.0.get(key) {
+            Some(Value::Name(s)) => s,
+            other => panic!("config knob `{key}` is not a name: {other:?}"),
+        }
+    }
+}
+
+impl fmt::Display for Config {
+    /// `key=value` pairs in key order, e.g. `output.tile.i=8 output.tile.j=2 ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (k, v) in &self.0 {
+            if !first {
+                f.write_str(" ")?;
+            }
+            first = false;
+            write!(f, "{k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Knob {
+    pub name: String,
+    pub choices: Vec<Value>,
+}
+
+/// Why a config does not belong to a space.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("knob `{0}` is missing")]
+    Missing(String),
+    #[error("knob `{knob}` has value `{value}`, which the space does not offer")]
+    BadValue { knob: String, value: String },
+    #[error("knob `{0}` is not part of this space")]
+    Unknown(String),
+}
+
+/// The schedule space of one operator at one specialisation.
+#[derive(Clone, Debug)]
+pub struct Space {
+    pub knobs: Vec<Knob>,
+    /// Per stage: how it is scheduled.
+    pub stages: Vec<StageKind>,
+    dtype: DType,
+}
+
+/// How the space treats a stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StageKind {
+    /// Tiled, with knobs prefixed by the stage name.
+    Tiled(TiledStage),
+    /// Computed inside its producer's store (stage index of the producer); only
+    /// when that producer's `fuse` knob is on, else tiled with its own knobs.
+    FusibleInto { producer: usize, own: TiledStage },
+    /// Lowered with the default schedule (stages with several reductions).
+    Default,
+}
+
+/// Static facts about a tiled stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TiledStage {
+    pub prefix: String,
+    pub n_spatial: usize,
+    /// Reduction axes (ids in `Stage::axes`) of the stage's one reduction.
+    pub reduce_axes: Vec<usize>,
+    /// Number of load sites (pre-order) in the stage body.
+    pub loads: usize,
+    /// Whether a consumer can be fused into this stage's store.
+    pub fusible_consumer: Option<usize>,
+}
+
+/// The decoded schedule of one tiled stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StagePlan {
+    /// Per spatial axis: register tile size (elements) and register tiles per block.
+    pub tile: Vec<i64>,
+    pub block: Vec<i64>,
+    /// Per reduction axis (in `TiledStage::reduce_axes` order): inner block size.
+    pub split: Vec<i64>,
+    /// Spatial axes from outer to inner (for both outer levels).
+    pub order: Vec<usize>,
+    /// Vectorised spatial axis and lanes.
+    pub vector: Option<(usize, usize)>,
+    /// Unroll depth of the innermost reduction loop.
+    pub unroll: usize,
+    /// Number of leading outer loops fused into one parallel loop.
+    pub parallel: usize,
+    /// Per load site: copy the operand into a tile-ordered buffer first.
+    pub pack: Vec<bool>,
+    /// Compute the fusible consumer in this stage's store.
+    pub fuse: bool,
+}
+
+/// The schedule of every stage of an operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StageSchedule {
+    Default,
+    Tiled(StagePlan),
+    /// Computed in the store of the given producer stage.
+    Fused(usize),
+}
+
+const TILES: [i64; 10] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16];
+const BLOCKS: [i64; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+const SPLITS: [i64; 9] = [4, 8, 16, 32, 64, 128, 256, 512, 1024];
+const UNROLLS: [i64; 4] = [1, 2, 4, 8];
+
+/// Load sites of an expression in pre-order.
+pub fn load_sites(e: &Expr) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    e.visit(&mut |x| {
+        if matches!(x, Expr::Load { .. }) {
+            out.push(x);
+        }
+    });
+    out
+}
+
+/// The reductions of a stage body: the tiled structure handles at most one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reduction<'a> {
+    None,
+    One(&'a Expr),
+    Several,
+}
+
+pub fn single_reduction(e: &Expr) -> Reduction<'_> {
+    let mut found = Vec::new();
+    e.visit(&mut |x| {
+        if matches!(x, Expr::Reduce { .. }) {
+            found.push(x);
+        }
+    });
+    match found.as_slice() {
+        [] => Reduction::None,
+        [r] => Reduction::One(r),
+        _ => Reduction::Several,
+    }
+}
+
+/// The element-wise consumer that may be fused into stage `s`: the only stage
+/// reading `s`, with the same dimensions, reading it only at its own indices.
+fn fusible_consumer(op: &Operator, s: usize) -> Option<usize> {
+    let readers: Vec<usize> = (0..op.stages.len())
+        .filter(|&c| {
+            load_sites(&op.stages[c].body)
+                .iter()
+                .any(|l| matches!(l, Expr::Load { tensor: TensorRef::Stage(t), .. } if *t == s))
+        })
+        .collect();
+    let [c] = readers.as_slice() else { return None };
+    let consumer = &op.stages[*c];
+    if consumer.dims != op.stages[s].dims || single_reduction(&consumer.body) != Reduction::None {
+        return None;
+    }
+    let identity = load_sites(&consumer.body).iter().all(|l| match l {
+        Expr::Load {
+            tensor: TensorRef::Stage(t),
+            index,
+            pad,
+        } if *t == s => {
+            pad.is_none()
+                && index
+                    .iter()
+                    .enumerate()
+                    .all(|(d, ix)| ix.as_axis() == Some(d))
+        }
+        _ => true,
+    });
+    identity.then_some(*c)
+}
+
+fn extent_value(e: &Extent, shapes: &[i64]) -> i64 {
+    match e {
+        Extent::Const(c) => *c,
+        Extent::Var(v) => shapes[*v],
+    }
+}
+
+impl Space {
+    /// The space of `op` at the shape values `shapes`.
+    pub fn new(op: &Operator, shapes: &[i64]) -> Space {
+        let mut knobs = Vec::new();
+        let mut stages = Vec::new();
+        let mut fused_into: BTreeMap<usize, usize> = BTreeMap::new();
+        let lanes: &[i64] = match op.dtype {
+            DType::F32 => &[4, 8, 16],
+            DType::F64 => &[2, 4, 8],
+        };
+        for (s, stage) in op.stages.iter().enumerate() {
+            let reduction = match single_reduction(&stage.body) {
+                Reduction::Several => {
+                    stages.push(StageKind::Default);
+                    continue;
+                }
+                Reduction::One(r) => Some(r),
+                Reduction::None => None,
+            };
+            let reduce_axes = match reduction {
+                Some(Expr::Reduce { axes, .. }) => axes.clone(),
+                _ => Vec::new(),
+            };
+            let prefix = op.tensor_name(TensorRef::Stage(s)).to_string();
+            let fusible = if reduction.is_some() {
+                fusible_consumer(op, s)
+            } else {
+                None
+            };
+            let info = TiledStage {
+                prefix: prefix.clone(),
+                n_spatial: stage.n_spatial,
+                reduce_axes: reduce_axes.clone(),
+                loads: load_sites(&stage.body).len(),
+                fusible_consumer: fusible,
+            };
+            stage_knobs(&mut knobs, stage, &info, shapes, lanes);
+            if let Some(c) = fusible {
+                fused_into.insert(c, s);
+            }
+            stages.push(match fused_into.get(&s) {
+                Some(&producer) => StageKind::FusibleInto {
+                    producer,
+                    own: info,
+                },
+                None => StageKind::Tiled(info),
+            });
+        }
+        Space {
+            knobs,
+            stages,
+            dtype: op.dtype,
+        }
+    }
+
+    /// Number of configs.
+    pub fn size(&self) -> u128 {
+        self.knobs.iter().map(|k| k.choices.len() as u128).product()
+    }
+
+    /// The config at `index` (mixed radix over the knobs, first knob fastest).
+    pub fn config_at(&self, mut index: u128) -> Config {
+        let mut c = BTreeMap::new();
+        for k in &self.knobs {
+            let n = k.choices.len() as u128;
+            c.insert(k.name.clone(), k.choices[(index % n) as usize].clone());
+            index /= n;
+        }
+        Config(c)
+    }
+
+    /// The index of `config`, or why it is not in this space.
+    pub fn index_of(&self, config: &Config) -> Result<u128, ConfigError> {
+        if let Some(k) = config
+            .0
+            .keys()
+            .find(|k| !self.knobs.iter().any(|kn| &kn.name == *k))
+        {
+            return Err(ConfigError::Unknown(k.clone()));
+        }
+        let mut index = 0u128;
+        for k in self.knobs.iter().rev() {
+            let v = config
+                .0
+                .get(&k.name)
+                .ok_or_else(|| ConfigError::Missing(k.name.clone()))?;
+            let pos =
+                k.choices
+                    .iter()
+                    .position(|c| c == v)
+                    .ok_or_else(|| ConfigError::BadValue {
+                        knob: k.name.clone(),
+                        value: v.to_string(),
+                    })?;
+            index = index * k.choices.len() as u128 + pos as u128;
+        }
+        Ok(index)
+    }
+
+    /// A reasonable config without tuning: vectorise the last spatial axis, a
+    /// register tile of about 8 × 2 vectors, blocks near 64 rows × 256 columns,
+    /// reduction blocks near 256, pack operands indexed by plain axes, fuse.
+    pub fn default_config(&self, op: &Operator, shapes: &[i64]) -> Config {
+        let mut c = BTreeMap::new();
+        let pick = |k: &Knob, want: i64| -> Value {
+            // The largest numeric choice not above `want`, else the smallest.
+            let mut best = k.choices[0].clone();
+            for ch in &k.choices {
+                if let Value::Int(v) = ch {
+                    if *v <= want {
+                        best = ch.clone();
+                    }
+                }
+            }
+            best
+        };
+        for (s, kind) in self.stages.iter().enumerate() {
+            let info = match kind {
+                StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. } => i,
+                StageKind::Default => continue,
+            };
+            let stage = &op.stages[s];
+            let p = &info.prefix;
+            let last = info.n_spatial.checked_sub(1);
+            let width = match self.dtype {
+                DType::F32 => 16,
+                DType::F64 => 8,
+            };
+            for k in self
+                .knobs
+                .iter()
+                .filter(|k| k.name.starts_with(&format!("{p}.")))
+            {
+                let rest = &k.name[p.len() + 1..];
+                let v = if rest == "vector" {
+                    match last {
+                        Some(a) => {
+                            let e = extent_value(&stage.axes[a].extent, shapes);
+                            let w = if e >= width {
+                                width
+                            } else if e >= width / 2 {
+                                width / 2
+                            } else {
+                                0
+                            };
+                            let name = format!("{}{w}", stage.axes[a].name);
+                            if w > 0 && k.choices.contains(&Value::Name(name.clone())) {
+                                Value::Name(name)
+                            } else {
+                                Value::Name("none".into())
+                            }
+                        }
+                        None => Value::Name("none".into()),
+                    }
+                } else if let Some(axis) = rest.strip_prefix("tile.") {
+                    let a = stage.axes.iter().position(|x| x.name == axis).unwrap_or(0);
+                    match (
+                        Some(a) == last,
+                        last.and_then(|l| l.checked_sub(1)) == Some(a),
+                    ) {
+                        (true, _) => pick(k, 2),
+                        (_, true) => pick(k, 8),
+                        _ => pick(k, 1),
+                    }
+                } else if rest.starts_with("block.") {
+                    pick(k, 8)
+                } else if rest.starts_with("split.") {
+                    pick(k, 256)
+                } else if rest == "unroll" {
+                    pick(k, 4)
+                } else if rest == "parallel" {
+                    pick(k, 1)
+                } else if rest == "fuse" {
+                    Value::Int(1)
+                } else if let Some(site) = rest.strip_prefix("pack.") {
+                    let site: usize = site.parse().unwrap_or(0);
+                    let bare = match load_sites(&stage.body).get(site) {
+                        Some(Expr::Load {
+                            index, pad: None, ..
+                        }) => index.iter().all(|ix| ix.as_axis().is_some()),
+                        _ => false,
+                    };
+                    Value::Int(i64::from(bare && !info.reduce_axes.is_empty()))
+                } else {
+                    k.choices[0].clone()
+                };
+                c.insert(k.name.clone(), v);
+            }
+        }
+        Config(c)
+    }
+
+    /// Decodes a config of this space into per-stage schedules.
+    pub fn plan(&self, op: &Operator, config: &Config) -> Result<Vec<StageSchedule>, ConfigError> {
+        self.index_of(config)?;
+        let mut out = Vec::new();
+        for (s, kind) in self.stages.iter().enumerate() {
+            out.push(match kind {
+                StageKind::Default => StageSchedule::Default,
+                StageKind::FusibleInto { producer, .. }
+                    if config.int(&format!("{}.fuse", self.prefix(*producer))) == 1 =>
+                {
+                    StageSchedule::Fused(*producer)
+                }
+                StageKind::Tiled(info) | StageKind::FusibleInto { own: info, .. } => {
+                    StageSchedule::Tiled(decode(&op.stages[s], info, config))
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    fn prefix(&self, s: usize) -> &str {
+        match &self.stages[s] {
+            StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. } => &i.prefix,
+            StageKind::Default => "",
+        }
+    }
+}
+
+fn stage_knobs(
+    knobs: &mut Vec<Knob>,
+    stage: &Stage,
+    info: &TiledStage,
+    shapes: &[i64],
+    lanes: &[i64],
+) {
+    let p = &info.prefix;
+    let ints = |xs: &[i64]| xs.iter().map(|x| Value::Int(*x)).collect::<Vec<_>>();
+    let mut vector = vec![Value::Name("none".into())];
+    for a in 0..info.n_spatial {
+        let name = &stage.axes[a].name;
+        let e = extent_value(&stage.axes[a].extent, shapes).max(1);
+        let tiles: Vec<i64> = TILES.iter().copied().filter(|t| *t <= e).collect();
+        let blocks: Vec<i64> = BLOCKS
+            .iter()
+            .copied()
+            .filter(|b| *b == 1 || b * tiles[0] <= e)
+            .collect();
+        knobs.push(Knob {
+            name: format!("{p}.tile.{name}"),
+            choices: ints(&tiles),
+        });
+        knobs.push(Knob {
+            name: format!("{p}.block.{name}"),
+            choices: ints(&blocks),
+        });
+        for w in lanes {
+            vector.push(Value::Name(format!("{name}{w}")));
+        }
+    }
+    for &a in &info.reduce_axes {
+        let name = &stage.axes[a].name;
+        let e = extent_value(&stage.axes[a].extent, shapes).max(1);
+        let mut splits: Vec<i64> = SPLITS.iter().copied().filter(|s| *s < e).collect();
+        splits.push(e);
+        knobs.push(Knob {
+            name: format!("{p}.split.{name}"),
+            choices: ints(&splits),
+        });
+    }
+    knobs.push(Knob {
+        name: format!("{p}.order"),
+        choices: orders(info.n_spatial)
+            .into_iter()
+            .map(|o| {
+                Value::Name(
+                    o.iter()
+                        .map(|a| stage.axes[*a].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                )
+            })
+            .collect(),
+    });
+    if info.n_spatial > 0 {
+        knobs.push(Knob {
+            name: format!("{p}.vector"),
+            choices: vector,
+        });
+    }
+    if !info.reduce_axes.is_empty() {
+        knobs.push(Knob {
+            name: format!("{p}.unroll"),
+            choices: ints(&UNROLLS),
+        });
+    }
+    let par: Vec<i64> = (0..=info.n_spatial.min(2) as i64).collect();
+    knobs.push(Knob {
+        name: format!("{p}.parallel"),
+        choices: ints(&par),
+    });
+    if !info.reduce_axes.is_empty() {
+        for site in 0..info.loads {
+            knobs.push(Knob {
+                name: format!("{p}.pack.{site}"),
+                choices: ints(&[0, 1]),
+            });
+        }
+    }
+    if info.fusible_consumer.is_some() {
+        knobs.push(Knob {
+            name: format!("{p}.fuse"),
+            choices: ints(&[0, 1]),
+        });
+    }
+}
+
+/// Loop orders offered: every permutation up to three axes, rotations beyond.
+fn orders(n: usize) -> Vec<Vec<usize>> {
+    if n <= 3 {
+        let mut out = vec![Vec::new()];
+        for _ in 0..n {
+            out = out
+                .into_iter()
+                .flat_map(|o: Vec<usize>| {
+                    (0..n)
+                        .filter(|a| !o.contains(a))
+                        .map(|a| {
+                            let mut o = o.clone();
+                            o.push(a);
+                            o
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+        }
+        out
+    } else {
+        (0..n)
+            .map(|r| (0..n).map(|i| (i + r) % n).collect())
+            .collect()
+    }
+}
+
+fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
+    let p = &info.prefix;
+    let axis_name = |a: usize| stage.axes[a].name.as_str();
+    let vector = if info.n_spatial == 0 {
+        None
+    } else {
+        let v = c.name(&format!("{p}.vector"));
+        (0..info.n_spatial).find_map(|a| {
+            let w = v.strip_prefix(axis_name(a))?.parse::<usize>().ok()?;
+            Some((a, w))
+        })
+    };
+    let tile = (0..info.n_spatial)
+        .map(|a| {
+            let t = c.int(&format!("{p}.tile.{}", axis_name(a)));
+            // On the vector axis the tile counts vectors.
+            match vector {
+                Some((va, w)) if va == a => t * w as i64,
+                _ => t,
+            }
+        })
+        .collect();
+    let order_text = c.name(&format!("{p}.order"));
+    let order = order_text
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|n| {
+            (0..info.n_spatial)
+                .find(|a| axis_name(*a) == n)
+                .expect("order names spatial axes")
+        })
+        .collect();
+    StagePlan {
+        tile,
+        block: (0..info.n_spatial)
+            .map(|a| c.int(&format!("{p}.block.{}", axis_name(a))))
+            .collect(),
+        split: info
+            .reduce_axes
+            .iter()
+            .map(|a| c.int(&format!("{p}.split.{}", axis_name(*a))))
+            .collect(),
+        order,
+        vector,
+        unroll: if info.reduce_axes.is_empty() {
+            1
+        } else {
+            c.int(&format!("{p}.unroll")) as usize
+        },
+        parallel: c.int(&format!("{p}.parallel")) as usize,
+        pack: (0..info.loads)
+            .map(|s| !info.reduce_axes.is_empty() && c.int(&format!("{p}.pack.{s}")) == 1)
+            .collect(),
+        fuse: info.fusible_consumer.is_some() && c.int(&format!("{p}.fuse")) == 1,
+    }
+}
