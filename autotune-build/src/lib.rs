@@ -12,13 +12,15 @@
 //!
 //! Modules, in the order data flows through them: [`space`] (the schedule
 //! space of a workload and its configs), [`lower`] and `tiled` (IR + schedule →
-//! [`loopnest`]), [`codegen`] (loop nest → C). Parsing and symbol names come
+//! [`loopnest`]), [`codegen`] (loop nest → C); [`measure`] compiles candidates into a
+//! program and times them. Parsing and symbol names come
 //! from `autotune-lang`, shared with the `#[tensor_op]` macro.
 
 pub mod codegen;
 pub mod error;
 pub mod loopnest;
 pub mod lower;
+pub mod measure;
 pub mod space;
 mod tiled;
 
@@ -191,8 +193,27 @@ pub fn variant_c(
     config: Option<Config>,
     isas: &[Isa],
 ) -> Result<String, Error> {
-    let runtime = mangle::runtime_prefix(pkg);
     let symbol = mangle::kernel_symbol(pkg, op, variant);
+    kernel_c(
+        op,
+        variant,
+        config,
+        isas,
+        symbol,
+        mangle::runtime_prefix(pkg),
+    )
+}
+
+/// The C source of one variant under any symbol and runtime prefix (measurement
+/// programs hold many candidates of one variant).
+pub fn kernel_c(
+    op: &Operator,
+    variant: Variant,
+    config: Option<Config>,
+    isas: &[Isa],
+    symbol: String,
+    runtime: String,
+) -> Result<String, Error> {
     let schedule = match variant {
         Variant::Generic => None,
         Variant::Specialized(i) => {

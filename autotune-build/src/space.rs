@@ -54,6 +54,26 @@ impl Config {
     }
 }
 
+impl std::str::FromStr for Config {
+    type Err = String;
+
+    /// Parses the `Display` form: `key=value` pairs separated by spaces or commas.
+    fn from_str(s: &str) -> Result<Config, String> {
+        let mut c = BTreeMap::new();
+        for pair in s.split([' ', ',', '\n']).filter(|p| !p.is_empty()) {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("expected `knob=value`, found `{pair}`"))?;
+            let v = match v.parse::<i64>() {
+                Ok(i) => Value::Int(i),
+                Err(_) => Value::Name(v.to_string()),
+            };
+            c.insert(k.to_string(), v);
+        }
+        Ok(Config(c))
+    }
+}
+
 impl fmt::Display for Config {
     /// `key=value` pairs in key order, e.g. `output.tile.i=8 output.tile.j=2 ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -128,7 +148,8 @@ pub struct StagePlan {
     pub block: Vec<i64>,
     /// Per reduction axis (in `TiledStage::reduce_axes` order): inner block size.
     pub split: Vec<i64>,
-    /// Spatial axes from outer to inner (for both outer levels).
+    /// Spatial axes from outer to inner (for both outer levels); the knob value
+    /// names them outer to inner joined by `-`, e.g. `j-i`.
     pub order: Vec<usize>,
     /// Vectorised spatial axis and lanes.
     pub vector: Option<(usize, usize)>,
@@ -498,7 +519,7 @@ fn stage_knobs(
                     o.iter()
                         .map(|a| stage.axes[*a].name.as_str())
                         .collect::<Vec<_>>()
-                        .join(","),
+                        .join("-"),
                 )
             })
             .collect(),
@@ -587,7 +608,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         .collect();
     let order_text = c.name(&format!("{p}.order"));
     let order = order_text
-        .split(',')
+        .split('-')
         .filter(|s| !s.is_empty())
         .map(|n| {
             (0..info.n_spatial)

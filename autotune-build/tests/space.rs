@@ -1,0 +1,132 @@
+//! Every point of the schedule space is correct: random configs of every
+//! operator of the language test set (`tests/src/ops.rs`), at its specialised
+//! shapes and at random odd shapes, compiled as the build compiles them and
+//! checked against the reference; the reference itself (the generic kernel) is
+//! checked against the IR interpreter.
+//!
+//! `AUTOTUNE_PROPTEST_CASES` sets the configs per workload (default 4),
+//! `AUTOTUNE_PROPTEST_SEED` the seed; `AUTOTUNE_ISA=avx2|baseline` runs the same
+//! test on the fallback ISA levels.
+
+use std::path::{Path, PathBuf};
+
+use autotune_build::measure::{self, Workload};
+use autotune_build::space::{Config, Space};
+use autotune_lang::ir::{Operator, Specialization};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn test_ops() -> Vec<Operator> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/src");
+    autotune_build::load_operators(&dir, &[PathBuf::from("ops.rs")])
+        .expect("the test set parses")
+        .into_iter()
+        .map(|s| s.op)
+        .collect()
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The op with one more specialisation at random odd sizes (1..=40).
+fn with_random_shape(op: &Operator, rng: &mut StdRng) -> Option<Operator> {
+    for _ in 0..20 {
+        let given: Vec<(usize, i64)> = op
+            .input_shape_vars()
+            .map(|(v, _)| (v, [1, 3, 5, 7, 9, 17, 19, 33][rng.gen_range(0..8)]))
+            .collect();
+        if let Some(values) = op.resolve_shapes(&given) {
+            if values.iter().all(|v| *v > 0) {
+                let mut op = op.clone();
+                op.specializations.push(Specialization { values });
+                return Some(op);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn config_index_bijection_and_text_roundtrip() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for op in test_ops() {
+        for spec in &op.specializations {
+            let space = Space::new(&op, &spec.values);
+            assert!(space.size() > 1, "{}: the space has choices", op.name);
+            for _ in 0..50 {
+                let i = rng.gen_range(0..space.size());
+                let c = space.config_at(i);
+                assert_eq!(space.index_of(&c), Ok(i), "{}", op.name);
+                let text = c.to_string();
+                assert_eq!(text.parse::<Config>().unwrap(), c, "{}: {text}", op.name);
+                space
+                    .plan(&op, &c)
+                    .expect("every config of the space decodes");
+            }
+            let d = space.default_config(&op, &spec.values);
+            space
+                .index_of(&d)
+                .expect("the default config is in the space");
+        }
+    }
+}
+
+#[test]
+fn gemm_1024_space_is_large() {
+    let op = test_ops().into_iter().find(|o| o.name == "matmul").unwrap();
+    let values = op
+        .resolve_shapes(
+            &op.input_shape_vars()
+                .map(|(v, _)| (v, 1024))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+    let space = Space::new(&op, &values);
+    assert!(space.size() >= 1_000_000, "{} configs", space.size());
+}
+
+#[test]
+fn random_configs_match_the_reference() {
+    let cases = env_u64("AUTOTUNE_PROPTEST_CASES", 4) as usize;
+    let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("space-{}", measure::host_isa().name()));
+    let mut checked = 0;
+    for op in test_ops() {
+        let Some(op) = with_random_shape(&op, &mut rng) else {
+            continue;
+        };
+        for spec in 0..op.specializations.len() {
+            let w = Workload {
+                op: op.clone(),
+                spec,
+            };
+            let space = Space::new(&op, w.shapes());
+            let mut configs = vec![space.default_config(&op, w.shapes())];
+            configs.extend((0..cases).map(|_| space.config_at(rng.gen_range(0..space.size()))));
+            let dir = root.join(format!("{}-{spec}", op.name));
+            let batch = measure::build_batch(&w, &configs, &dir, seed)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+            // The batch's reference (the generic kernel) against the interpreter.
+            let inputs: Vec<Vec<f64>> = (0..op.inputs.len())
+                .map(|i| measure::read_output(&dir.join(format!("in{i}.bin")), op.dtype).unwrap())
+                .collect();
+            let want = autotune_lang::eval::evaluate(&op, w.shapes(), &inputs).unwrap();
+            let got = measure::read_output(&dir.join("reference.bin"), op.dtype).unwrap();
+            measure::compare(&got, &want, op.dtype)
+                .unwrap_or_else(|e| panic!("{} reference: {e}", w.key()));
+            for (i, c) in configs.iter().enumerate() {
+                batch
+                    .check(i, std::time::Duration::from_secs(60))
+                    .unwrap_or_else(|e| panic!("{} with config {c}: {e}", w.key()));
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50, "checked {checked} configs");
+}
