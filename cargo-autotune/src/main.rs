@@ -69,6 +69,34 @@ enum Command {
         #[arg(long, default_value = "target/autotune/bench")]
         dir: PathBuf,
     },
+    /// Measure a list of configs (one per line of a file, or the lines'
+    /// cartesian product of `knob=v1|v2|...` alternatives) in one batch.
+    Sweep {
+        #[command(flatten)]
+        target: Target,
+        /// File with one config per line; `knob=a|b` expands to every choice.
+        #[arg(long)]
+        configs: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        #[arg(long, default_value_t = 5)]
+        samples: usize,
+        #[arg(long, default_value = "target/autotune/sweep")]
+        dir: PathBuf,
+    },
+}
+
+/// Expands `knob=a|b` alternatives of a config line into every combination.
+fn expand(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for pair in line.split_whitespace() {
+        let (k, vs) = pair.split_once('=').unwrap_or((pair, ""));
+        out = out
+            .iter()
+            .flat_map(|prefix| vs.split('|').map(move |v| format!("{prefix} {k}={v}")))
+            .collect();
+    }
+    out
 }
 
 fn load(target: &Target) -> Result<Vec<autotune_lang::Operator>> {
@@ -175,6 +203,62 @@ fn main() -> Result<()> {
                 m.timing.min * 1e3,
                 m.timing.max * 1e3
             );
+        }
+        Command::Sweep {
+            target,
+            configs,
+            threads,
+            samples,
+            dir,
+        } => {
+            let op = load(&target)?.remove(0);
+            let w = Workload {
+                op,
+                spec: target.spec,
+            };
+            let space = Space::new(&w.op, w.shapes());
+            let text = std::fs::read_to_string(&configs)
+                .with_context(|| format!("cannot read {}", configs.display()))?;
+            let mut list = Vec::new();
+            for line in text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            {
+                for c in expand(line) {
+                    let c = c.parse::<Config>().map_err(anyhow::Error::msg)?;
+                    space
+                        .index_of(&c)
+                        .with_context(|| format!("config `{c}`"))?;
+                    list.push(c);
+                }
+            }
+            let opts = TimingOptions {
+                threads,
+                samples,
+                ..TimingOptions::default()
+            };
+            let batch = measure::build_batch(&w, &list, &dir, 1)?;
+            let mut results = Vec::new();
+            for (i, c) in list.iter().enumerate() {
+                let r = batch
+                    .check(i, opts.timeout)
+                    .and_then(|_| batch.time(i, &opts));
+                match r {
+                    Ok(t) => results.push((w.flops() / t.median / 1e9, c.clone())),
+                    Err(e) => println!("error: {e}: {c}"),
+                }
+            }
+            results.sort_by(|a, b| b.0.total_cmp(&a.0));
+            println!(
+                "{} ({} threads, {}): {} configs",
+                w.key(),
+                threads,
+                measure::host_isa().name(),
+                list.len()
+            );
+            for (g, c) in results {
+                println!("{g:8.2} GFLOP/s  {c}");
+            }
         }
     }
     Ok(())
