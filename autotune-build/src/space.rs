@@ -172,7 +172,7 @@ pub enum StageSchedule {
     Fused(usize),
 }
 
-const TILES: [i64; 10] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16];
+const TILES: [i64; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16];
 const BLOCKS: [i64; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 const SPLITS: [i64; 9] = [4, 8, 16, 32, 64, 128, 256, 512, 1024];
 const UNROLLS: [i64; 4] = [1, 2, 4, 8];
@@ -349,8 +349,9 @@ impl Space {
     }
 
     /// A reasonable config without tuning: vectorise the last spatial axis, a
-    /// register tile of about 8 × 2 vectors, blocks near 64 rows × 256 columns,
-    /// reduction blocks near 256, pack operands indexed by plain axes, fuse.
+    /// register tile of about 6 × 3 vectors, blocks near 96 rows × 192 columns,
+    /// reduction blocks near 512, the vector axis outermost, operands indexed by
+    /// plain axes packed, epilogues fused, the outermost loop parallel.
     pub fn default_config(&self, op: &Operator, shapes: &[i64]) -> Config {
         let mut c = BTreeMap::new();
         let pick = |k: &Knob, want: i64| -> Value {
@@ -404,19 +405,39 @@ impl Space {
                         None => Value::Name("none".into()),
                     }
                 } else if let Some(axis) = rest.strip_prefix("tile.") {
+                    // About 6 rows × 3 vectors: 18 accumulators, as a GEMM micro-kernel.
                     let a = stage.axes.iter().position(|x| x.name == axis).unwrap_or(0);
-                    match (
-                        Some(a) == last,
-                        last.and_then(|l| l.checked_sub(1)) == Some(a),
-                    ) {
-                        (true, _) => pick(k, 2),
-                        (_, true) => pick(k, 8),
-                        _ => pick(k, 1),
+                    if Some(a) == last {
+                        pick(k, 3)
+                    } else if last.and_then(|l| l.checked_sub(1)) == Some(a) {
+                        pick(k, 6)
+                    } else {
+                        pick(k, 1)
                     }
-                } else if rest.starts_with("block.") {
-                    pick(k, 8)
+                } else if let Some(axis) = rest.strip_prefix("block.") {
+                    let a = stage.axes.iter().position(|x| x.name == axis).unwrap_or(0);
+                    if Some(a) == last {
+                        pick(k, 4)
+                    } else {
+                        pick(k, 16)
+                    }
                 } else if rest.starts_with("split.") {
-                    pick(k, 256)
+                    pick(k, 512)
+                } else if rest == "order" {
+                    // The vector axis outermost, the others in declaration order.
+                    let mut names: Vec<&str> = stage.axes[..info.n_spatial]
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect();
+                    if let Some(l) = names.pop() {
+                        names.insert(0, l);
+                    }
+                    let want = Value::Name(names.join("-"));
+                    if k.choices.contains(&want) {
+                        want
+                    } else {
+                        k.choices[0].clone()
+                    }
                 } else if rest == "unroll" {
                     pick(k, 4)
                 } else if rest == "parallel" {

@@ -158,6 +158,8 @@ struct StageLowerer<'a> {
     op: &'a Operator,
     /// The stage being lowered.
     s: usize,
+    /// Whether the nest runs on the thread pool.
+    parallel: bool,
     shapes: &'a [i64],
     stage: &'a Stage,
     t: Tiling,
@@ -234,6 +236,7 @@ pub(crate) fn lower_stage(
     let mut l = StageLowerer {
         op,
         s,
+        parallel: plan.parallel > 0,
         shapes,
         stage,
         t,
@@ -282,6 +285,33 @@ pub(crate) fn lower_stage(
 }
 
 impl StageLowerer<'_> {
+    /// Copy loops run on the pool too when the stage's nest is parallel.
+    fn maybe_parallel(&self, body: Vec<Stmt>) -> Vec<Stmt> {
+        match (self.parallel, <[Stmt; 1]>::try_from(body)) {
+            (
+                true,
+                Ok(
+                    [Stmt::For {
+                        var,
+                        start: IExpr::Const(0),
+                        end,
+                        step: 1,
+                        body,
+                        ..
+                    }],
+                ),
+            ) if end.as_const().is_some_and(|e| e > 1) => {
+                vec![Stmt::Parallel {
+                    var,
+                    extent: end,
+                    body,
+                }]
+            }
+            (_, Ok(one)) => one.into(),
+            (_, Err(body)) => body,
+        }
+    }
+
     fn describe(&self, plan: &StagePlan, consumer: Option<usize>) -> String {
         let t = &self.t;
         let axes = |f: &dyn Fn(usize) -> String| {
@@ -395,7 +425,7 @@ impl StageLowerer<'_> {
             "pad-copy of {} for this stage",
             self.op.tensor_name(*tensor)
         )));
-        out.extend(body);
+        out.extend(self.maybe_parallel(body));
         Access {
             buf,
             source: Source::Copy { lo, dims: cdims },
@@ -525,7 +555,7 @@ impl StageLowerer<'_> {
             "pack {} in tile order",
             self.op.tensor_name(*tensor)
         )));
-        out.extend(body);
+        out.extend(self.maybe_parallel(body));
         Access {
             buf,
             source: Source::Packed { layout },

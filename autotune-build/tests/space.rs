@@ -4,7 +4,7 @@
 //! checked against the reference; the reference itself (the generic kernel) is
 //! checked against the IR interpreter.
 //!
-//! `AUTOTUNE_PROPTEST_CASES` sets the configs per workload (default 4),
+//! `AUTOTUNE_PROPTEST_CASES` sets the configs per workload (default 3),
 //! `AUTOTUNE_PROPTEST_SEED` the seed; `AUTOTUNE_ISA=avx2|baseline` runs the same
 //! test on the fallback ISA levels.
 
@@ -40,7 +40,20 @@ fn with_random_shape(op: &Operator, rng: &mut StdRng) -> Option<Operator> {
             .map(|(v, _)| (v, [1, 3, 5, 7, 9, 17, 19, 33][rng.gen_range(0..8)]))
             .collect();
         if let Some(values) = op.resolve_shapes(&given) {
-            if values.iter().all(|v| *v > 0) {
+            // Shapes whose reads leave their tensors are refused by the wrapper; skip them.
+            let zeros: Vec<Vec<f64>> = op
+                .inputs
+                .iter()
+                .map(|t| {
+                    let n = t.dims.iter().map(|d| match d {
+                        autotune_lang::ir::Extent::Const(c) => *c,
+                        autotune_lang::ir::Extent::Var(v) => values[*v],
+                    });
+                    vec![0.0; n.product::<i64>() as usize]
+                })
+                .collect();
+            let valid = autotune_lang::eval::evaluate(op, &values, &zeros).is_ok();
+            if valid && values.iter().all(|v| *v > 0) {
                 let mut op = op.clone();
                 op.specializations.push(Specialization { values });
                 return Some(op);
@@ -91,7 +104,7 @@ fn gemm_1024_space_is_large() {
 
 #[test]
 fn random_configs_match_the_reference() {
-    let cases = env_u64("AUTOTUNE_PROPTEST_CASES", 4) as usize;
+    let cases = env_u64("AUTOTUNE_PROPTEST_CASES", 3) as usize;
     let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
     let mut rng = StdRng::seed_from_u64(seed);
     let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
