@@ -79,10 +79,12 @@ pub enum MeasureError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("the candidate's config is not in the space: {0}")]
+    #[error("the config is not in the space: {0}")]
     Config(#[from] crate::Error),
     #[error("compile error: {0}")]
     Compile(String),
+    #[error("the compiler ran past its {0:?} time limit")]
+    CompileTimeout(Duration),
     #[error("the candidate crashed: {0}")]
     Crash(String),
     #[error("the candidate ran past its {0:?} time limit")]
@@ -91,6 +93,42 @@ pub enum MeasureError {
     WrongResult(String),
     #[error("the candidate could not allocate its scratch memory")]
     Alloc,
+    /// The measurement machinery itself failed (not the candidate).
+    #[error("measurement failed: {0}")]
+    Harness(String),
+    /// A candidate that did not build, with its recorded error.
+    #[error("{1}")]
+    Failed(ErrorClass, String),
+}
+
+/// The class of a failed trial, as tuning records store it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    InvalidConfig,
+    CompileError,
+    CompileTimeout,
+    RuntimeCrash,
+    RunTimeout,
+    WrongResult,
+    AllocFailed,
+    Harness,
+}
+
+impl MeasureError {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            MeasureError::Config(_) => ErrorClass::InvalidConfig,
+            MeasureError::Compile(_) => ErrorClass::CompileError,
+            MeasureError::CompileTimeout(_) => ErrorClass::CompileTimeout,
+            MeasureError::Crash(_) => ErrorClass::RuntimeCrash,
+            MeasureError::Timeout(_) => ErrorClass::RunTimeout,
+            MeasureError::WrongResult(_) => ErrorClass::WrongResult,
+            MeasureError::Alloc => ErrorClass::AllocFailed,
+            MeasureError::Io { .. } | MeasureError::Harness(_) => ErrorClass::Harness,
+            MeasureError::Failed(c, _) => *c,
+        }
+    }
 }
 
 /// How to time a candidate.
@@ -165,6 +203,8 @@ pub struct Batch {
     pub dir: PathBuf,
     exe: PathBuf,
     pub len: usize,
+    /// Per candidate: why it did not build, if it did not.
+    pub failed: Vec<Option<(ErrorClass, String)>>,
     reference: Vec<f64>,
 }
 
@@ -177,6 +217,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MeasureError + '_ {
     }
 }
 
+/// What a batch measures: a config of the space, or (for fault-injection tests)
+/// a hand-written C function whose name is the placeholder `CANDIDATE`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Candidate {
+    Config(Config),
+    #[doc(hidden)]
+    Source(String),
+}
+
+/// Limit for one compiler process.
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// Generates, compiles and prepares `configs` of `w` in `dir` (created if
 /// missing). Inputs are uniform in [-1, 1) from `seed`.
 pub fn build_batch(
@@ -185,31 +237,102 @@ pub fn build_batch(
     dir: &Path,
     seed: u64,
 ) -> Result<Batch, MeasureError> {
+    let candidates: Vec<Candidate> = configs.iter().cloned().map(Candidate::Config).collect();
+    build_candidates(w, &candidates, dir, seed)
+}
+
+/// As [`build_batch`] for any candidates. A candidate that cannot be generated
+/// or compiled is recorded in [`Batch::failed`] and the others still build.
+pub fn build_candidates(
+    w: &Workload,
+    candidates: &[Candidate],
+    dir: &Path,
+    seed: u64,
+) -> Result<Batch, MeasureError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let isa = host_isa();
     let t = w.op.dtype.c_name();
     let (in_sizes, out_size) = w.sizes();
-    // Kernels, split over two files so both cores compile.
     let header = crate::codegen::file_header(
         &format!("measuring `{}`", w.key()),
         w.op.dtype,
         RUNTIME_PREFIX,
     );
-    let mut parts = [header.clone(), header];
-    for (i, c) in configs.iter().enumerate() {
-        let src = crate::kernel_c(
-            &w.op,
-            Variant::Specialized(w.spec),
-            Some(c.clone()),
-            &[isa],
-            format!("cand{i}"),
-            RUNTIME_PREFIX.to_string(),
-        )?;
-        parts[i % 2].push_str(&src);
+    let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
+    let mut sources: Vec<Option<String>> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let name = format!("cand{i}");
+        sources.push(match c {
+            Candidate::Config(c) => match crate::kernel_c(
+                &w.op,
+                Variant::Specialized(w.spec),
+                Some(c.clone()),
+                &[isa],
+                name,
+                RUNTIME_PREFIX.to_string(),
+            ) {
+                Ok(src) => Some(src),
+                Err(e) => {
+                    failed[i] = Some((ErrorClass::InvalidConfig, e.to_string()));
+                    None
+                }
+            },
+            Candidate::Source(src) => Some(src.replace("CANDIDATE", &name)),
+        });
+    }
+    // Kernels in two files so both cores compile; a file that fails is split into
+    // one file per candidate to find the culprits.
+    let mut objects = Vec::new();
+    let groups: Vec<Vec<usize>> = (0..2)
+        .map(|g| {
+            (0..candidates.len())
+                .filter(|i| i % 2 == g && sources[*i].is_some())
+                .collect()
+        })
+        .collect();
+    let write_group = |name: &str, members: &[usize]| -> Result<PathBuf, MeasureError> {
+        let mut text = header.clone();
+        for &i in members {
+            text.push_str(sources[i].as_deref().unwrap_or_default());
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(io(&path))?;
+        Ok(path)
+    };
+    let mut files = Vec::new();
+    for (g, members) in groups.iter().enumerate() {
+        files.push((
+            write_group(&format!("kernels{g}.c"), members)?,
+            members.clone(),
+        ));
+    }
+    let compiler = c_compiler()?;
+    let results = compile_objects(
+        &compiler,
+        &files.iter().map(|f| f.0.clone()).collect::<Vec<_>>(),
+    );
+    for ((path, members), result) in files.iter().zip(results) {
+        match result {
+            Ok(o) => objects.push(o),
+            Err(_) => {
+                let singles: Vec<PathBuf> = members
+                    .iter()
+                    .map(|&i| write_group(&format!("cand{i}.c"), &[i]))
+                    .collect::<Result<_, _>>()?;
+                for (&i, r) in members.iter().zip(compile_objects(&compiler, &singles)) {
+                    match r {
+                        Ok(o) => objects.push(o),
+                        Err(e) => failed[i] = Some((e.class(), e.to_string())),
+                    }
+                }
+                let _ = path;
+            }
+        }
     }
     // The reference: the generic kernel with the default schedule (plain loops,
     // a different lowering path from the candidates').
-    parts[1].push_str(&crate::kernel_c(
+    let mut reference = header.clone();
+    reference.push_str(&crate::kernel_c(
         &w.op,
         Variant::Generic,
         None,
@@ -228,9 +351,15 @@ pub fn build_batch(
          typedef int32_t (*kernel_t)({});\nvoid {RUNTIME_PREFIX}_set_num_threads(int32_t);",
         params.join(", ")
     );
-    for i in 0..configs.len() {
-        let _ = writeln!(driver, "int32_t cand{i}({});", params.join(", "));
-    }
+    let names: Vec<String> = (0..candidates.len())
+        .map(|i| match failed[i] {
+            None => {
+                let _ = writeln!(driver, "int32_t cand{i}({});", params.join(", "));
+                format!("cand{i}")
+            }
+            Some(_) => "0".to_string(),
+        })
+        .collect();
     let shape_params: Vec<&str> = w.shapes().iter().map(|_| "int64_t").collect();
     let _ = writeln!(
         driver,
@@ -253,11 +382,14 @@ pub fn build_batch(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let names: Vec<String> = (0..configs.len()).map(|i| format!("cand{i}")).collect();
     let _ = writeln!(
         driver,
         "static kernel_t kernels[] = {{{}}};",
-        names.join(", ")
+        if names.is_empty() {
+            "0".to_string()
+        } else {
+            names.join(", ")
+        }
     );
     let _ = writeln!(
         driver,
@@ -265,6 +397,7 @@ pub fn build_batch(
         in_sizes
             .iter()
             .map(|s| s.to_string())
+            .chain(["0".to_string()])
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -281,22 +414,28 @@ pub fn build_batch(
             .replace("CALL_ARGS", &args.join(", "))
             .replace("PREFIX", RUNTIME_PREFIX),
     );
-    let mut files = Vec::new();
-    for (i, p) in parts.iter().enumerate() {
-        let path = dir.join(format!("kernels{i}.c"));
-        std::fs::write(&path, p).map_err(io(&path))?;
-        files.push(path);
-    }
+    let mut support = Vec::new();
     for (name, source) in crate::RUNTIME_C {
         let path = dir.join(name);
         std::fs::write(&path, crate::runtime_c(RUNTIME_PREFIX, source)).map_err(io(&path))?;
-        files.push(path);
+        support.push(path);
     }
-    let path = dir.join("driver.c");
-    std::fs::write(&path, driver).map_err(io(&path))?;
-    files.push(path);
+    for (name, text) in [("reference.c", reference), ("driver.c", driver)] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(io(&path))?;
+        support.push(path);
+    }
+    for r in compile_objects(&compiler, &support) {
+        objects
+            .push(r.map_err(|e| MeasureError::Harness(format!("the measurement program: {e}")))?);
+    }
     let exe = dir.join("measure");
-    compile(&files, &exe)?;
+    let mut link = compiler.to_command();
+    link.args(&objects)
+        .arg("-o")
+        .arg(&exe)
+        .args(["-lm", "-pthread"]);
+    run_compiler(link).map_err(|e| MeasureError::Harness(format!("linking: {e}")))?;
     // Inputs, then the reference output.
     let mut rng = StdRng::seed_from_u64(seed);
     for (i, n) in in_sizes.iter().enumerate() {
@@ -315,72 +454,72 @@ pub fn build_batch(
     let ref_path = dir.join("reference.bin");
     let mut cmd = Command::new(&exe);
     cmd.arg("0").arg(dir).arg("reference").arg(&ref_path);
-    run_limited(cmd, Duration::from_secs(600))?;
+    run_limited(cmd, Duration::from_secs(600))
+        .map_err(|e| MeasureError::Harness(format!("the reference kernel: {e}")))?;
     let reference = read_output(&ref_path, w.op.dtype)?;
     Ok(Batch {
         workload: w.clone(),
         dir: dir.to_path_buf(),
         exe,
-        len: configs.len(),
+        len: candidates.len(),
+        failed,
         reference,
     })
 }
 
-/// Compiles C files into an executable with the shipping flags, one compiler
-/// process per file in parallel, then links.
-fn compile(files: &[PathBuf], exe: &Path) -> Result<(), MeasureError> {
+fn c_compiler() -> Result<cc::Tool, MeasureError> {
     let target = env!("AUTOTUNE_HOST_TARGET");
-    let compiler = cc::Build::new()
+    cc::Build::new()
         .target(target)
         .host(target)
-        .opt_level(3)
+        .opt_level(crate::OPT_LEVEL)
         .cargo_metadata(false)
         .try_get_compiler()
-        .map_err(|e| MeasureError::Compile(format!("no C compiler: {e}")))?;
-    let objects: Vec<PathBuf> = files.iter().map(|f| f.with_extension("o")).collect();
-    let results: Vec<Result<(), MeasureError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .iter()
-            .zip(&objects)
-            .map(|(f, o)| {
-                let mut cmd = compiler.to_command();
-                cmd.args(crate::C_FLAGS).arg("-c").arg(f).arg("-o").arg(o);
-                s.spawn(move || run_compiler(cmd))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("compiler thread"))
-            .collect()
-    });
-    results.into_iter().collect::<Result<(), _>>()?;
-    let mut link = compiler.to_command();
-    link.args(&objects)
-        .arg("-o")
-        .arg(exe)
-        .args(["-lm", "-pthread"]);
-    run_compiler(link)
+        .map_err(|e| MeasureError::Harness(format!("no C compiler: {e}")))
 }
 
-fn run_compiler(mut cmd: Command) -> Result<(), MeasureError> {
-    let out = cmd
-        .output()
-        .map_err(|e| MeasureError::Compile(format!("cannot run the C compiler: {e}")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        let text = String::from_utf8_lossy(&out.stderr);
-        // The first errors say what went wrong; keep the record short.
-        let head: Vec<&str> = text
-            .lines()
-            .filter(|l| l.contains("error"))
-            .take(5)
-            .collect();
-        Err(MeasureError::Compile(if head.is_empty() {
-            text.into_owned()
-        } else {
-            head.join("\n")
-        }))
+/// Compiles each file to an object with the shipping flags, two at a time.
+fn compile_objects(compiler: &cc::Tool, files: &[PathBuf]) -> Vec<Result<PathBuf, MeasureError>> {
+    let mut out = Vec::new();
+    for pair in files.chunks(2) {
+        let results: Vec<Result<PathBuf, MeasureError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = pair
+                .iter()
+                .map(|f| {
+                    let o = f.with_extension("o");
+                    let mut cmd = compiler.to_command();
+                    cmd.args(crate::C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
+                    s.spawn(move || run_compiler(cmd).map(|_| o))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("compiler thread"))
+                .collect()
+        });
+        out.extend(results);
+    }
+    out
+}
+
+fn run_compiler(cmd: Command) -> Result<(), MeasureError> {
+    match run_limited(cmd, COMPILE_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(MeasureError::Timeout(d)) => Err(MeasureError::CompileTimeout(d)),
+        Err(MeasureError::Crash(text)) => {
+            // The first errors say what went wrong; keep the record short.
+            let head: Vec<&str> = text
+                .lines()
+                .filter(|l| l.contains("error"))
+                .take(5)
+                .collect();
+            Err(MeasureError::Compile(if head.is_empty() {
+                text
+            } else {
+                head.join("\n")
+            }))
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -426,8 +565,16 @@ fn run_limited(mut cmd: Command, limit: Duration) -> Result<String, MeasureError
 }
 
 impl Batch {
+    fn built(&self, i: usize) -> Result<(), MeasureError> {
+        match &self.failed[i] {
+            Some((class, msg)) => Err(MeasureError::Failed(*class, msg.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// Runs candidate `i` once and compares its output with the reference.
     pub fn check(&self, i: usize, timeout: Duration) -> Result<(), MeasureError> {
+        self.built(i)?;
         let out_path = self.dir.join(format!("out{i}.bin"));
         let mut cmd = Command::new(&self.exe);
         cmd.arg(i.to_string())
@@ -442,6 +589,7 @@ impl Batch {
 
     /// Times candidate `i`.
     pub fn time(&self, i: usize, opts: &TimingOptions) -> Result<Timing, MeasureError> {
+        self.built(i)?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg(i.to_string())
             .arg(&self.dir)
@@ -579,6 +727,7 @@ int main(int argc, char **argv) {
   ELEM *out = calloc((size_t)OUT_SIZE + 1, sizeof(ELEM));
   if (!out) return 3;
   kernel_t k = kernels[idx];
+  if (!k && strcmp(argv[3], "reference")) return 4;
   if (!strcmp(argv[3], "check") || !strcmp(argv[3], "reference")) {
     if (!strcmp(argv[3], "reference") ? run_reference(CALL_ARGS) : k(CALL_ARGS)) return 3;
     FILE *f = fopen(argv[4], "wb");

@@ -19,7 +19,10 @@ use std::fmt;
 use autotune_lang::ir::{DType, Expr, Extent, Operator, Stage, TensorRef};
 
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(untagged)]
 pub enum Value {
     Int(i64),
     Name(String),
@@ -35,7 +38,19 @@ impl fmt::Display for Value {
 }
 
 /// One point of a schedule space.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Config(pub BTreeMap<String, Value>);
 
 impl Config {
@@ -318,6 +333,30 @@ impl Space {
             index /= n;
         }
         Config(c)
+    }
+
+    /// The choice position of every knob at `index` (mixed radix, first knob fastest).
+    pub fn digits(&self, mut index: u128) -> Vec<usize> {
+        self.knobs
+            .iter()
+            .map(|k| {
+                let n = k.choices.len() as u128;
+                let d = (index % n) as usize;
+                index /= n;
+                d
+            })
+            .collect()
+    }
+
+    /// The inverse of [`Space::digits`].
+    pub fn from_digits(&self, digits: &[usize]) -> u128 {
+        self.knobs
+            .iter()
+            .zip(digits)
+            .rev()
+            .fold(0u128, |acc, (k, d)| {
+                acc * k.choices.len() as u128 + *d as u128
+            })
     }
 
     /// The index of `config`, or why it is not in this space.

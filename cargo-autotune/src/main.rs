@@ -4,14 +4,20 @@
 //!   schedule space (knobs, choices, size) and its default config;
 //! - `cargo autotune bench --file src/ops.rs --op NAME [--spec I] [--config
 //!   "knob=value ..."]`: compiles one config exactly as the build would, checks it
-//!   against the reference and prints its speed.
+//!   against the reference and prints its speed;
+//! - `cargo autotune sweep`: a list of configs measured in one batch, ranked;
+//! - `cargo autotune tune --file src/ops.rs --op NAME [--spec I] [--tuner
+//!   random|grid|genetic] [--trials N] [--seconds S] [--log FILE] [--json]`: a
+//!   tuning run with a live progress bar, resumable from its record log.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use autotune_build::measure::{self, TimingOptions, Workload};
 use autotune_build::space::{Config, Space};
+use autotune_build::tune::{self, TuneOptions};
 use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
 #[command(name = "cargo", bin_name = "cargo")]
@@ -67,6 +73,38 @@ enum Command {
         samples: usize,
         /// Where to build the measurement program.
         #[arg(long, default_value = "target/autotune/bench")]
+        dir: PathBuf,
+    },
+    /// Tune one workload: propose, compile, check, time, log; print the best.
+    Tune {
+        #[command(flatten)]
+        target: Target,
+        /// random, grid or genetic.
+        #[arg(long, default_value = "genetic")]
+        tuner: String,
+        /// Trials in total (those resumed from the log included).
+        #[arg(long, default_value_t = 64)]
+        trials: usize,
+        /// Wall-clock budget in seconds.
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Stop after this many trials without improvement.
+        #[arg(long)]
+        early_stop: Option<usize>,
+        /// Configs compiled into one measurement program.
+        #[arg(long, default_value_t = 16)]
+        batch: usize,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Record log (JSON lines) to resume from and append to.
+        #[arg(long, default_value = "target/autotune/records.jsonl")]
+        log: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print a machine-readable summary instead of text.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value = "target/autotune/tune")]
         dir: PathBuf,
     },
     /// Measure a list of configs (one per line of a file, or the lines'
@@ -203,6 +241,112 @@ fn main() -> Result<()> {
                 m.timing.min * 1e3,
                 m.timing.max * 1e3
             );
+        }
+        Command::Tune {
+            target,
+            tuner,
+            trials,
+            seconds,
+            early_stop,
+            batch,
+            threads,
+            log,
+            seed,
+            json,
+            dir,
+        } => {
+            let op = load(&target)?.remove(0);
+            if target.spec >= op.specializations.len() {
+                bail!(
+                    "`{}` has {} specialisation(s); --spec {} is out of range",
+                    op.name,
+                    op.specializations.len(),
+                    target.spec
+                );
+            }
+            let w = Workload {
+                op,
+                spec: target.spec,
+            };
+            let mut t = tune::tuner_by_name(&tuner, seed)
+                .with_context(|| format!("unknown tuner `{tuner}`: use random, grid or genetic"))?;
+            let opts = TuneOptions {
+                trials,
+                time: seconds.map(std::time::Duration::from_secs_f64),
+                early_stop,
+                batch,
+                timing: TimingOptions {
+                    threads,
+                    ..TuneOptions::default().timing
+                },
+                dir,
+                log: Some(log.clone()),
+                seed,
+            };
+            let bar = if json {
+                ProgressBar::hidden()
+            } else {
+                ProgressBar::new(trials as u64)
+            };
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} trials  {msg}  ({elapsed}, ETA {eta})",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(w.key());
+            let summary = tune::tune(&w, t.as_mut(), &opts, &mut |_, s| {
+                bar.set_position(s.trials as u64);
+                let errors: usize = s.errors.values().sum();
+                bar.set_message(format!(
+                    "best {:.1} GFLOP/s, {errors} errors",
+                    s.best.as_ref().map_or(0.0, |b| b.1)
+                ));
+            })?;
+            bar.finish_and_clear();
+            if json {
+                let v = serde_json::json!({
+                    "workload": summary.workload,
+                    "tuner": t.name(),
+                    "trials": summary.trials,
+                    "resumed": summary.resumed,
+                    "best_gflops": summary.best.as_ref().map(|b| b.1),
+                    "best_config": summary.best.as_ref().map(|b| &b.0),
+                    "default_gflops": summary.default_gflops,
+                    "errors": summary.errors,
+                    "seconds": summary.elapsed.as_secs_f64(),
+                    "compile_seconds": summary.compile.as_secs_f64(),
+                    "tuner_seconds": summary.tuner.as_secs_f64(),
+                    "log": log,
+                });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!(
+                    "{}: {} trials ({} resumed) in {:.1} s with {} tuner, {:.2} trials/s",
+                    summary.workload,
+                    summary.trials,
+                    summary.resumed,
+                    summary.elapsed.as_secs_f64(),
+                    t.name(),
+                    (summary.trials - summary.resumed) as f64
+                        / summary.elapsed.as_secs_f64().max(1e-9)
+                );
+                if !summary.errors.is_empty() {
+                    println!("errors: {:?}", summary.errors);
+                }
+                match (&summary.best, summary.default_gflops) {
+                    (Some((c, g)), d) => {
+                        println!(
+                            "best: {g:.2} GFLOP/s (default config: {:.2})",
+                            d.unwrap_or(0.0)
+                        );
+                        println!("config: {c}");
+                    }
+                    (None, _) => println!("no config ran successfully"),
+                }
+                println!("records: {}", log.display());
+            }
         }
         Command::Sweep {
             target,

@@ -1,0 +1,189 @@
+//! The tuning loop: fault injection (every failure class recorded while the run
+//! goes on), resuming from a record log, and small runs of each tuner.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use autotune_build::measure::{Candidate, ErrorClass, TimingOptions, Workload};
+use autotune_build::space::Space;
+use autotune_build::tune::{self, TuneOptions};
+
+fn workload(m: i64, n: i64, k: i64) -> Workload {
+    let item: syn::ItemFn = syn::parse_str(
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+    .unwrap();
+    let attr = format!("specialize(M = {m}, N = {n}, K = {k})")
+        .parse()
+        .unwrap();
+    let op = autotune_lang::parse_operator(attr, &item).unwrap();
+    Workload { op, spec: 0 }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tune-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn options(dir: &Path) -> TuneOptions {
+    TuneOptions {
+        batch: 4,
+        timing: TimingOptions {
+            min_sample_secs: 0.001,
+            samples: 3,
+            timeout: Duration::from_secs(3),
+            ..TimingOptions::default()
+        },
+        dir: dir.join("build"),
+        log: Some(dir.join("records.jsonl")),
+        ..TuneOptions::default()
+    }
+}
+
+const SIG: &str = "int32_t CANDIDATE(const float *restrict in_a, const float *restrict in_b, float *restrict out)";
+
+#[test]
+fn every_fault_is_recorded_with_its_class() {
+    let w = workload(8, 8, 8);
+    let dir = scratch("faults");
+    let opts = options(&dir);
+    let space = Space::new(&w.op, w.shapes());
+    let good = space.default_config(&w.op, w.shapes());
+    let candidates = vec![
+        Candidate::Config(good.clone()),
+        Candidate::Source(format!("{SIG} {{ this is not C; }}")),
+        Candidate::Source(format!(
+            "{SIG} {{ (void)in_a; (void)in_b; (void)out; *(volatile int *)0 = 1; return 0; }}"
+        )),
+        Candidate::Source(format!(
+            "{SIG} {{ (void)in_a; (void)in_b; (void)out; for (;;) {{ __asm__ volatile(\"\"); }} }}"
+        )),
+        Candidate::Source(format!(
+            "{SIG} {{ (void)in_a; (void)in_b; for (int i = 0; i < 64; ++i) out[i] = 1.0f; return 0; }}"
+        )),
+        Candidate::Source(format!("{SIG} {{ (void)in_a; (void)in_b; (void)out; return 1; }}")),
+    ];
+    let records = tune::measure_candidates(&w, &candidates, &opts).unwrap();
+    let classes: Vec<Option<ErrorClass>> = records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.class))
+        .collect();
+    assert_eq!(
+        classes,
+        vec![
+            None,
+            Some(ErrorClass::CompileError),
+            Some(ErrorClass::RuntimeCrash),
+            Some(ErrorClass::RunTimeout),
+            Some(ErrorClass::WrongResult),
+            Some(ErrorClass::AllocFailed),
+        ]
+    );
+    assert!(records[0].gflops.unwrap() > 0.0);
+    assert!(
+        records[1].error.as_ref().unwrap().message.contains("error"),
+        "{:?}",
+        records[1]
+    );
+    assert!(
+        records[2]
+            .error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("signal 11"),
+        "{:?}",
+        records[2]
+    );
+    // Every trial is in the log, in order.
+    let logged = tune::load_log(opts.log.as_ref().unwrap()).unwrap();
+    assert_eq!(logged, records);
+}
+
+#[test]
+fn a_run_resumes_from_its_log() {
+    let w = workload(16, 24, 8);
+    let dir = scratch("resume");
+    let mut opts = options(&dir);
+    opts.trials = 5;
+    let first = tune::tune(&w, &mut tune::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!((first.trials, first.resumed), (5, 0));
+    assert!(
+        first.default_gflops.is_some(),
+        "the default config is measured first"
+    );
+    opts.trials = 9;
+    let mut seen = 0;
+    let second = tune::tune(&w, &mut tune::RandomTuner::new(4), &opts, &mut |_, _| {
+        seen += 1
+    })
+    .unwrap();
+    assert_eq!((second.trials, second.resumed, seen), (9, 5, 4));
+    let log = tune::load_log(opts.log.as_ref().unwrap()).unwrap();
+    assert_eq!(log.len(), 9);
+    let mut configs: Vec<_> = log.iter().map(|r| r.config.to_string()).collect();
+    configs.sort();
+    configs.dedup();
+    assert_eq!(configs.len(), 9, "no config is measured twice");
+    assert!(second.best.unwrap().1 >= first.best.unwrap().1);
+}
+
+#[test]
+fn grid_and_genetic_runs_complete() {
+    let w = workload(12, 32, 16);
+    for (name, seed) in [("grid", 1), ("genetic", 2)] {
+        let dir = scratch(name);
+        let mut opts = options(&dir);
+        opts.trials = 8;
+        opts.early_stop = Some(100);
+        let mut t = tune::tuner_by_name(name, seed).unwrap();
+        let s = tune::tune(&w, t.as_mut(), &opts, &mut |_, _| {}).unwrap();
+        assert_eq!(s.trials, 8, "{name}");
+        assert_eq!(s.curve.len(), 8);
+        assert!(
+            s.curve.windows(2).all(|p| p[1] >= p[0]),
+            "the best only improves"
+        );
+        assert!(s.best.is_some(), "{name}: {:?}", s.errors);
+    }
+}
+
+#[test]
+fn time_budget_and_early_stop_end_a_run() {
+    let w = workload(8, 16, 8);
+    let dir = scratch("budget");
+    let mut opts = options(&dir);
+    opts.trials = 1000;
+    opts.early_stop = Some(3);
+    let s = tune::tune(&w, &mut tune::RandomTuner::new(9), &opts, &mut |_, _| {}).unwrap();
+    assert!(
+        s.trials < 1000,
+        "early stopping ended the run after {} trials",
+        s.trials
+    );
+    opts.early_stop = None;
+    opts.log = None;
+    opts.time = Some(Duration::from_millis(1));
+    let s = tune::tune(&w, &mut tune::RandomTuner::new(9), &opts, &mut |_, _| {}).unwrap();
+    assert!(
+        s.trials <= 4,
+        "the time budget ends the run: {} trials",
+        s.trials
+    );
+}
+
+#[test]
+fn a_corrupt_log_is_reported_with_its_line() {
+    let dir = scratch("corrupt");
+    let path = dir.join("records.jsonl");
+    std::fs::write(&path, "\n{\"workload\": 3}\n").unwrap();
+    let err = tune::load_log(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("records.jsonl:2: not a tuning record"),
+        "{err}"
+    );
+}
