@@ -125,6 +125,7 @@ pub enum ConfigError {
 #[derive(Clone, Debug)]
 pub struct Space {
     pub knobs: Vec<Knob>,
+    op: Operator,
     /// Per stage: how it is scheduled.
     pub stages: Vec<StageKind>,
     dtype: DType,
@@ -314,6 +315,7 @@ impl Space {
         }
         Space {
             knobs,
+            op: op.clone(),
             stages,
             dtype: op.dtype,
         }
@@ -333,6 +335,56 @@ impl Space {
             index /= n;
         }
         Config(c)
+    }
+
+    /// Statements in the register tiles of a config: accumulators (or elements)
+    /// times the unroll depth, summed over stages. Every config is correct, but
+    /// very large tiles spill registers and take seconds to compile.
+    pub fn code_size(&self, config: &Config) -> usize {
+        let Ok(plan) = self.plan(&self.op, config) else {
+            return usize::MAX;
+        };
+        plan.iter()
+            .map(|s| match s {
+                StageSchedule::Tiled(p) => {
+                    let elems: i64 = p
+                        .tile
+                        .iter()
+                        .enumerate()
+                        .map(|(a, t)| match p.vector {
+                            Some((v, w)) if v == a => (t / w as i64).max(1),
+                            _ => *t,
+                        })
+                        .product();
+                    elems as usize * p.unroll.max(1)
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Whether search tuners should consider a config: register tiles of at most
+    /// 32 accumulators (the AVX-512 register file) and 256 unrolled statements.
+    pub fn sensible(&self, config: &Config) -> bool {
+        let Ok(plan) = self.plan(&self.op, config) else {
+            return false;
+        };
+        let small_tiles = plan.iter().all(|s| match s {
+            StageSchedule::Tiled(p) => {
+                let accs: i64 = p
+                    .tile
+                    .iter()
+                    .enumerate()
+                    .map(|(a, t)| match p.vector {
+                        Some((v, w)) if v == a => (t / w as i64).max(1),
+                        _ => *t,
+                    })
+                    .product();
+                accs <= 32
+            }
+            _ => true,
+        });
+        small_tiles && self.code_size(config) <= 256
     }
 
     /// The choice position of every knob at `index` (mixed radix, first knob fastest).

@@ -102,6 +102,19 @@ impl Tiling {
     }
 }
 
+/// Load sites of `e`, not descending into reductions.
+fn collect_outside_reduce<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Load { .. } => out.push(e),
+        Expr::Unary(_, a) => collect_outside_reduce(a, out),
+        Expr::Binary(_, a, b) => {
+            collect_outside_reduce(a, out);
+            collect_outside_reduce(b, out);
+        }
+        Expr::Const(_) | Expr::ShapeValue(_) | Expr::Reduce { .. } => {}
+    }
+}
+
 fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
@@ -631,6 +644,74 @@ impl StageLowerer<'_> {
         }
     }
 
+    /// The part of a load's flat index that a point's tile offset and unroll
+    /// offset contribute: a constant.
+    fn load_delta(&self, acc: &Access, index: &[Affine], p: &Point) -> i64 {
+        let vary = |a: AxisId| -> i64 {
+            if a < self.t.n {
+                p.offset[a]
+            } else if p.last_reduce == Some(a) {
+                p.unroll
+            } else {
+                0
+            }
+        };
+        match &acc.source {
+            Source::Direct { dims } | Source::Copy { dims, .. } => index
+                .iter()
+                .enumerate()
+                .map(|(d, ix)| {
+                    ix.terms.iter().map(|&(a, c)| c * vary(a)).sum::<i64>() * stride(dims, d)
+                })
+                .sum(),
+            Source::Packed { layout } => layout
+                .iter()
+                .enumerate()
+                .map(|(i, &(a, level, _))| {
+                    let v = match level {
+                        Level::Reg => p.offset[a],
+                        Level::ReduceInner if p.last_reduce == Some(a) => p.unroll,
+                        _ => 0,
+                    };
+                    v * layout[i + 1..].iter().map(|l| l.2).product::<i64>()
+                })
+                .sum(),
+        }
+    }
+
+    /// The `const int64_t` holding a load site's index at the tile origin.
+    fn site_var(&self, e: &Expr) -> String {
+        let k = self
+            .accesses
+            .iter()
+            .position(|(p, _)| std::ptr::eq(*p, e))
+            .expect("every load site is resolved");
+        format!("ix__{k}")
+    }
+
+    /// `Let`s of the origin index of every load site in `e` (not the producer's).
+    fn base_lets(&self, e: &Expr, producer: Option<usize>) -> Vec<Stmt> {
+        let origin = Point {
+            offset: vec![0; self.t.n],
+            unroll: 0,
+            last_reduce: self.t.red.last().map(|r| r.0),
+        };
+        // Loads under a reduction live in the reduction loops, which have their own.
+        let mut sites = Vec::new();
+        collect_outside_reduce(e, &mut sites);
+        sites
+            .into_iter()
+            .filter(|l| !matches!(l, Expr::Load { tensor: TensorRef::Stage(t), .. } if Some(*t) == producer))
+            .map(|l| {
+                let Expr::Load { index, .. } = l else { unreachable!("load sites are loads") };
+                Stmt::Let {
+                    name: self.site_var(l),
+                    value: self.load_index(self.access_of(l), index, &origin).0,
+                }
+            })
+            .collect()
+    }
+
     fn access_of(&self, e: &Expr) -> &Access {
         &self
             .accesses
@@ -653,7 +734,11 @@ impl StageLowerer<'_> {
             } if Some(*t) == producer => acc.clone(),
             Expr::Load { index, .. } => {
                 let access = self.access_of(e);
-                let (index, stride) = self.load_index(access, index, p);
+                let (_, stride) = self.load_index(access, index, p);
+                // The site's index at the tile origin (a `Let` of `base_lets`) plus
+                // this point's constant offset.
+                let index = IExpr::var(&self.site_var(e))
+                    .plus(IExpr::Const(self.load_delta(access, index, p)));
                 VExpr::Load {
                     buf: access.buf.clone(),
                     index,
@@ -902,6 +987,7 @@ impl StageLowerer<'_> {
         }) = reduction
         else {
             // Element-wise stage: compute each element and store it.
+            out.extend(self.base_lets(&stage.body, None));
             let mut full = Vec::new();
             let mut partial = Vec::new();
             for (i, e) in elems.iter().enumerate() {
@@ -1030,29 +1116,45 @@ impl StageLowerer<'_> {
         let u = plan.unroll.max(1) as i64;
         let ri = ri_var(stage, last.0);
         if u == 1 {
-            body = vec![Stmt::serial(&ri, bound(last), update(0))];
+            body = vec![Stmt::serial(
+                &ri,
+                bound(last),
+                self.base_lets(rbody, None)
+                    .into_iter()
+                    .chain(update(0))
+                    .collect(),
+            )];
         } else {
             let end = bound(last);
             let main_end = end.clone().plus(IExpr::Const(-(u - 1)));
             let rem_start = end.clone().floor_div(u).times(IExpr::Const(u));
-            body = vec![
-                Stmt::For {
-                    var: ri.clone(),
-                    start: IExpr::Const(0),
-                    end: main_end,
-                    step: u,
-                    kind: LoopKind::Unrolled(u as usize),
-                    body: (0..u).flat_map(update).collect(),
-                },
-                Stmt::For {
+            body = vec![Stmt::For {
+                var: ri.clone(),
+                start: IExpr::Const(0),
+                end: main_end,
+                step: u,
+                kind: LoopKind::Unrolled(u as usize),
+                body: self
+                    .base_lets(rbody, None)
+                    .into_iter()
+                    .chain((0..u).flat_map(update))
+                    .collect(),
+            }];
+            // The remainder, unless the trip count is a known multiple of the unroll.
+            if end.as_const().is_none_or(|e| e % u != 0) {
+                body.push(Stmt::For {
                     var: ri,
                     start: rem_start,
                     end,
                     step: 1,
                     kind: LoopKind::Serial,
-                    body: update(0),
-                },
-            ];
+                    body: self
+                        .base_lets(rbody, None)
+                        .into_iter()
+                        .chain(update(0))
+                        .collect(),
+                });
+            }
         }
         for r in t.red.iter().rev().skip(1) {
             body = vec![Stmt::serial(&ri_var(stage, r.0), bound(r), body)];
@@ -1077,7 +1179,11 @@ impl StageLowerer<'_> {
             }
             v
         };
-        let final_store = split_full(fin(true), fin(false));
+        let mut final_store = self.base_lets(&stage.body, None);
+        if let Some(c) = consumer {
+            final_store.extend(self.base_lets(&self.op.stages[c].body, Some(self.s)));
+        }
+        final_store.extend(split_full(fin(true), fin(false)));
         if split {
             let raw = |full: bool| -> Vec<Stmt> {
                 elems

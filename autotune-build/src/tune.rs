@@ -153,14 +153,15 @@ impl RandomTuner {
     }
 }
 
-/// Random unmeasured indices, giving up after a bounded number of draws.
+/// Random unmeasured indices of sensible code size, giving up after a bounded
+/// number of draws.
 fn random_fresh(rng: &mut StdRng, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128> {
     let mut out = Vec::new();
     let mut tries = 0;
     while out.len() < n && tries < 100 * n.max(1) {
         tries += 1;
         let i = rng.gen_range(0..space.size());
-        if !measured.contains(&i) && !out.contains(&i) {
+        if space.sensible(&space.config_at(i)) && !measured.contains(&i) && !out.contains(&i) {
             out.push(i);
         }
     }
@@ -261,7 +262,7 @@ impl Tuner for GeneticTuner {
                 })
                 .collect();
             let i = space.from_digits(&child);
-            if !measured.contains(&i) && !out.contains(&i) {
+            if space.sensible(&space.config_at(i)) && !measured.contains(&i) && !out.contains(&i) {
                 out.push(i);
             }
         }
@@ -345,10 +346,8 @@ impl Summary {
         self.trials += 1;
         match (&r.error, r.gflops) {
             (Some(e), _) => *self.errors.entry(format!("{:?}", e.class)).or_default() += 1,
-            (None, Some(g)) => {
-                if self.best.as_ref().is_none_or(|(_, b)| g > *b) {
-                    self.best = Some((r.config.clone(), g));
-                }
+            (None, Some(g)) if self.best.as_ref().is_none_or(|(_, b)| g > *b) => {
+                self.best = Some((r.config.clone(), g));
             }
             _ => {}
         }
