@@ -179,6 +179,20 @@ pub struct StagePlan {
     pub fuse: bool,
 }
 
+impl StagePlan {
+    /// Locals of the register tile: elements, counting a vector as one.
+    pub fn accumulators(&self) -> usize {
+        self.tile
+            .iter()
+            .enumerate()
+            .map(|(a, t)| match self.vector {
+                Some((v, w)) if v == a => (t / w as i64).max(1),
+                _ => *t,
+            })
+            .product::<i64>() as usize
+    }
+}
+
 /// The schedule of every stage of an operator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StageSchedule {
@@ -346,18 +360,7 @@ impl Space {
         };
         plan.iter()
             .map(|s| match s {
-                StageSchedule::Tiled(p) => {
-                    let elems: i64 = p
-                        .tile
-                        .iter()
-                        .enumerate()
-                        .map(|(a, t)| match p.vector {
-                            Some((v, w)) if v == a => (t / w as i64).max(1),
-                            _ => *t,
-                        })
-                        .product();
-                    elems as usize * p.unroll.max(1)
-                }
+                StageSchedule::Tiled(p) => p.accumulators() * p.unroll.max(1),
                 _ => 0,
             })
             .sum()
@@ -370,18 +373,7 @@ impl Space {
             return false;
         };
         let small_tiles = plan.iter().all(|s| match s {
-            StageSchedule::Tiled(p) => {
-                let accs: i64 = p
-                    .tile
-                    .iter()
-                    .enumerate()
-                    .map(|(a, t)| match p.vector {
-                        Some((v, w)) if v == a => (t / w as i64).max(1),
-                        _ => *t,
-                    })
-                    .product();
-                accs <= 32
-            }
+            StageSchedule::Tiled(p) => p.accumulators() <= 32,
             _ => true,
         });
         small_tiles && self.code_size(config) <= 256

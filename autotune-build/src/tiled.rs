@@ -102,6 +102,22 @@ impl Tiling {
     }
 }
 
+/// A scalar read of `buf` at per-dimension indices, `pad` outside its `dims`.
+fn guarded_load(buf: &str, idx: &[IExpr], dims: &[i64], pad: f64) -> VExpr {
+    VExpr::Load {
+        buf: buf.to_string(),
+        index: row_major_flat(idx, dims),
+        guard: idx
+            .iter()
+            .zip(dims)
+            .map(|(i, d)| (i.clone(), IExpr::Const(*d)))
+            .collect(),
+        pad,
+        lanes: 1,
+        stride: 1,
+    }
+}
+
 /// Load sites of `e`, not descending into reductions.
 fn collect_outside_reduce<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
@@ -298,6 +314,24 @@ pub(crate) fn lower_stage(
 }
 
 impl StageLowerer<'_> {
+    /// The loops of a copy (one per variable, outer first) around `body`, with a
+    /// comment; on the pool when the stage's nest is parallel.
+    fn copy_nest(
+        &self,
+        what: String,
+        vars: &[String],
+        extents: &[i64],
+        body: Vec<Stmt>,
+    ) -> Vec<Stmt> {
+        let mut body = body;
+        for (v, e) in vars.iter().zip(extents).rev() {
+            body = vec![Stmt::serial(v, IExpr::Const(*e), body)];
+        }
+        let mut out = vec![Stmt::Comment(what)];
+        out.extend(self.maybe_parallel(body));
+        out
+    }
+
     /// Copy loops run on the pool too when the stage's nest is parallel.
     fn maybe_parallel(&self, body: Vec<Stmt>) -> Vec<Stmt> {
         match (self.parallel, <[Stmt; 1]>::try_from(body)) {
@@ -417,28 +451,14 @@ impl StageLowerer<'_> {
             .zip(&lo)
             .map(|(v, l)| IExpr::var(v).plus(IExpr::Const(*l)))
             .collect();
-        let value = VExpr::Load {
-            buf: src,
-            index: row_major_flat(&src_idx, &dims),
-            guard: src_idx
-                .iter()
-                .zip(&dims)
-                .map(|(i, d)| (i.clone(), IExpr::Const(*d)))
-                .collect(),
-            pad: pad.unwrap_or(0.0),
-            lanes: 1,
-            stride: 1,
-        };
+        let value = guarded_load(&src, &src_idx, &dims, pad.unwrap_or(0.0));
         let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
-        let mut body = vec![Stmt::store(&buf, row_major_flat(&dst, &cdims), value)];
-        for d in (0..dims.len()).rev() {
-            body = vec![Stmt::serial(&vars[d], IExpr::Const(cdims[d]), body)];
-        }
-        out.push(Stmt::Comment(format!(
+        let body = vec![Stmt::store(&buf, row_major_flat(&dst, &cdims), value)];
+        let what = format!(
             "pad-copy of {} for this stage",
             self.op.tensor_name(*tensor)
-        )));
-        out.extend(self.maybe_parallel(body));
+        );
+        out.extend(self.copy_nest(what, &vars, &cdims, body));
         Access {
             buf,
             source: Source::Copy { lo, dims: cdims },
@@ -523,18 +543,12 @@ impl StageLowerer<'_> {
                 (e.clone(), IExpr::Const(ext))
             })
             .collect();
-        let load = VExpr::Load {
-            buf: buffer_name(self.op, *tensor),
-            index: row_major_flat(&src_idx, dims),
-            guard: src_idx
-                .iter()
-                .zip(dims)
-                .map(|(i, d)| (i.clone(), IExpr::Const(*d)))
-                .collect(),
-            pad: pad.unwrap_or(0.0),
-            lanes: 1,
-            stride: 1,
-        };
+        let load = guarded_load(
+            &buffer_name(self.op, *tensor),
+            &src_idx,
+            dims,
+            pad.unwrap_or(0.0),
+        );
         let inner = match pad {
             // Inside the domain, a padded read outside the tensor reads the pad value.
             Some(_) => load,
@@ -560,15 +574,8 @@ impl StageLowerer<'_> {
             then: vec![Stmt::store(&buf, store_idx.clone(), inner)],
             otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
         }];
-        let mut body = body;
-        for i in (0..layout.len()).rev() {
-            body = vec![Stmt::serial(&vars[i], IExpr::Const(pdims[i]), body)];
-        }
-        out.push(Stmt::Comment(format!(
-            "pack {} in tile order",
-            self.op.tensor_name(*tensor)
-        )));
-        out.extend(self.maybe_parallel(body));
+        let what = format!("pack {} in tile order", self.op.tensor_name(*tensor));
+        out.extend(self.copy_nest(what, &vars, &pdims, body));
         Access {
             buf,
             source: Source::Packed { layout },

@@ -41,6 +41,39 @@ pub struct Record {
     pub time: u64,
 }
 
+impl Record {
+    /// The record of one trial of `w` on this machine, now.
+    pub fn new(
+        w: &Workload,
+        tuner: &str,
+        config: Config,
+        outcome: Result<measure::Timing, MeasureError>,
+    ) -> Record {
+        let (gflops, seconds, error) = match outcome {
+            Ok(t) => (Some(w.flops() / t.median / 1e9), Some(t.median), None),
+            Err(e) => (
+                None,
+                None,
+                Some(TrialError {
+                    class: e.class(),
+                    message: e.to_string(),
+                }),
+            ),
+        };
+        Record {
+            workload: w.key(),
+            workload_id: workload_id(w),
+            target: target(),
+            tuner: tuner.to_string(),
+            config,
+            gflops,
+            seconds,
+            error,
+            time: now(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrialError {
     pub class: ErrorClass,
@@ -441,30 +474,10 @@ pub fn tune(
             let outcome = batch
                 .check(k, opts.timing.timeout)
                 .and_then(|_| batch.time(k, &opts.timing));
-            let mut r = Record {
-                workload: w.key(),
-                workload_id: id.clone(),
-                target: target.clone(),
-                tuner: tuner.name().to_string(),
-                config,
-                gflops: None,
-                seconds: None,
-                error: None,
-                time: now(),
-            };
-            match outcome {
-                Ok(t) => {
-                    r.seconds = Some(t.median);
-                    r.gflops = Some(w.flops() / t.median / 1e9);
-                }
-                Err(e) if e.class() == ErrorClass::Harness => return Err(e.into()),
-                Err(e) => {
-                    r.error = Some(TrialError {
-                        class: e.class(),
-                        message: e.to_string(),
-                    })
-                }
+            if matches!(&outcome, Err(e) if e.class() == ErrorClass::Harness) {
+                return Err(outcome.expect_err("matched above").into());
             }
+            let r = Record::new(w, tuner.name(), config, outcome);
             let before = summary.best.as_ref().map(|b| b.1);
             summary.add(&r);
             if *i == default_index {
@@ -517,32 +530,11 @@ pub fn measure_candidates(
         let outcome = batch
             .check(k, opts.timing.timeout)
             .and_then(|_| batch.time(k, &opts.timing));
-        let mut r = Record {
-            workload: w.key(),
-            workload_id: workload_id(w),
-            target: target(),
-            tuner: "manual".to_string(),
-            config: match c {
-                Candidate::Config(c) => c.clone(),
-                Candidate::Source(_) => Config::default(),
-            },
-            gflops: None,
-            seconds: None,
-            error: None,
-            time: now(),
+        let config = match c {
+            Candidate::Config(c) => c.clone(),
+            Candidate::Source(_) => Config::default(),
         };
-        match outcome {
-            Ok(t) => {
-                r.seconds = Some(t.median);
-                r.gflops = Some(w.flops() / t.median / 1e9);
-            }
-            Err(e) => {
-                r.error = Some(TrialError {
-                    class: e.class(),
-                    message: e.to_string(),
-                })
-            }
-        }
+        let r = Record::new(w, "manual", config, outcome);
         if let Some(log) = &opts.log {
             append(log, &r)?;
         }

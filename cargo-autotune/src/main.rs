@@ -160,6 +160,23 @@ fn load(target: &Target) -> Result<Vec<autotune_lang::Operator>> {
     Ok(ops)
 }
 
+/// The workload `--op` / `--spec` names.
+fn workload(target: &Target) -> Result<Workload> {
+    let op = load(target)?.remove(0);
+    if target.spec >= op.specializations.len() {
+        bail!(
+            "`{}` has {} specialisation(s); --spec {} is out of range",
+            op.name,
+            op.specializations.len(),
+            target.spec
+        );
+    }
+    Ok(Workload {
+        op,
+        spec: target.spec,
+    })
+}
+
 fn main() -> Result<()> {
     let Cargo::Autotune(cli) = Cargo::parse();
     match cli.command {
@@ -199,19 +216,7 @@ fn main() -> Result<()> {
             samples,
             dir,
         } => {
-            let op = load(&target)?.remove(0);
-            if target.spec >= op.specializations.len() {
-                bail!(
-                    "`{}` has {} specialisation(s); --spec {} is out of range",
-                    op.name,
-                    op.specializations.len(),
-                    target.spec
-                );
-            }
-            let w = Workload {
-                op,
-                spec: target.spec,
-            };
+            let w = workload(&target)?;
             let space = Space::new(&w.op, w.shapes());
             let config = match config {
                 Some(text) => text.parse::<Config>().map_err(anyhow::Error::msg)?,
@@ -255,19 +260,7 @@ fn main() -> Result<()> {
             json,
             dir,
         } => {
-            let op = load(&target)?.remove(0);
-            if target.spec >= op.specializations.len() {
-                bail!(
-                    "`{}` has {} specialisation(s); --spec {} is out of range",
-                    op.name,
-                    op.specializations.len(),
-                    target.spec
-                );
-            }
-            let w = Workload {
-                op,
-                spec: target.spec,
-            };
+            let w = workload(&target)?;
             let mut t = tune::tuner_by_name(&tuner, seed)
                 .with_context(|| format!("unknown tuner `{tuner}`: use random, grid or genetic"))?;
             let opts = TuneOptions {
@@ -355,11 +348,7 @@ fn main() -> Result<()> {
             samples,
             dir,
         } => {
-            let op = load(&target)?.remove(0);
-            let w = Workload {
-                op,
-                spec: target.spec,
-            };
+            let w = workload(&target)?;
             let space = Space::new(&w.op, w.shapes());
             let text = std::fs::read_to_string(&configs)
                 .with_context(|| format!("cannot read {}", configs.display()))?;
