@@ -23,6 +23,22 @@ pub enum Error {
     /// A syntax or language error in a source file.
     #[error("{0}")]
     Source(Diagnostic),
+    #[error("{var}={value:?} is not understood: expected {expected}")]
+    BadEnv {
+        var: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error(transparent)]
+    Cache(#[from] crate::cache::CacheError),
+    #[error(
+        "AUTOTUNE=locked: the tuning cache has no entry for {}.\nFill it with `AUTOTUNE=tune cargo build` \
+         (or `cargo autotune tune --save` per workload) and commit tuning-cache/",
+        missing.join(", ")
+    )]
+    Locked { missing: Vec<String> },
+    #[error("tuning {workload} failed: {message}")]
+    Tune { workload: String, message: String },
     #[error("operator `{op}`, kernel {variant}: {source}")]
     Config {
         op: String,

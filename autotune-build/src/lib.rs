@@ -17,7 +17,9 @@
 //! Parsing and symbol names come
 //! from `autotune-lang`, shared with the `#[tensor_op]` macro.
 
+pub mod cache;
 pub mod codegen;
+mod configs;
 pub mod error;
 pub mod loopnest;
 pub mod lower;
@@ -67,6 +69,41 @@ pub const C_FLAGS: [&str; 4] = [
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     files: Vec<PathBuf>,
+    cache_dir: Option<PathBuf>,
+}
+
+/// What the build does with the tuning cache (`AUTOTUNE=off|cached|locked|tune|retune`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Default schedules; the cache is not read.
+    Off,
+    /// Cached configs where the cache has them, default schedules elsewhere (with a
+    /// warning). The default.
+    Cached,
+    /// Like `Cached`, but a missing entry fails the build (as `cargo --locked`).
+    Locked,
+    /// Tune what the cache lacks (within `AUTOTUNE_TRIALS` / `AUTOTUNE_SECONDS`)
+    /// and write it, when the package is local.
+    Tune,
+    /// Tune every workload again.
+    Retune,
+}
+
+impl Mode {
+    fn from_env() -> Result<Mode, Error> {
+        match std::env::var("AUTOTUNE").as_deref() {
+            Err(_) | Ok("") | Ok("cached") => Ok(Mode::Cached),
+            Ok("off") => Ok(Mode::Off),
+            Ok("locked") => Ok(Mode::Locked),
+            Ok("tune") => Ok(Mode::Tune),
+            Ok("retune") => Ok(Mode::Retune),
+            Ok(other) => Err(Error::BadEnv {
+                var: "AUTOTUNE",
+                value: other.to_string(),
+                expected: "off, cached, locked, tune or retune",
+            }),
+        }
+    }
 }
 
 /// An operator found in a source file.
@@ -85,6 +122,12 @@ impl Builder {
     /// `#[tensor_op]` functions. Out-of-line modules are not followed.
     pub fn file(&mut self, path: impl AsRef<Path>) -> &mut Builder {
         self.files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Where the tuning cache lives (default: `tuning-cache/` beside the manifest).
+    pub fn cache_dir(&mut self, dir: impl AsRef<Path>) -> &mut Builder {
+        self.cache_dir = Some(dir.as_ref().to_path_buf());
         self
     }
 
@@ -113,12 +156,35 @@ impl Builder {
             source,
         })?;
         let isas = Isa::levels(&std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default());
+        for var in ["AUTOTUNE", "AUTOTUNE_TRIALS", "AUTOTUNE_SECONDS"] {
+            println!("cargo:rerun-if-env-changed={var}");
+        }
+        let mode = Mode::from_env()?;
+        let cache_dir = self
+            .cache_dir
+            .clone()
+            .map(|d| manifest_dir.join(d))
+            .unwrap_or_else(|| manifest_dir.join("tuning-cache"));
+        if cache_dir.exists() {
+            println!("cargo:rerun-if-changed={}", cache_dir.display());
+        }
         let mut c_files = Vec::new();
+        let mut missing = Vec::new();
         for s in &ops {
             let path = c_dir.join(format!("{}.c", s.op.name));
-            let configs = vec![None; s.op.specializations.len()];
+            let configs = configs::for_operator(
+                &s.op,
+                mode,
+                &cache_dir,
+                &out_dir,
+                &manifest_dir,
+                &mut missing,
+            )?;
             write_if_changed(&path, &operator_c(&pkg, &s.op, &configs, &isas)?)?;
             c_files.push(path);
+        }
+        if !missing.is_empty() {
+            return Err(Error::Locked { missing });
         }
         let prefix = mangle::runtime_prefix(&pkg);
         for (name, source) in RUNTIME_C {

@@ -467,6 +467,20 @@ pub fn build_candidates(
     })
 }
 
+/// The C compiler's own version line (`gcc (Debian 12.2.0-14) 12.2.0`).
+pub fn compiler_version() -> String {
+    c_compiler()
+        .ok()
+        .and_then(|c| c.to_command().arg("--version").output().ok())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 fn c_compiler() -> Result<cc::Tool, MeasureError> {
     let target = env!("AUTOTUNE_HOST_TARGET");
     cc::Build::new()

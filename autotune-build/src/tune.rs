@@ -116,9 +116,13 @@ pub fn workload_id(w: &Workload) -> String {
     )
 }
 
-/// The target a measurement on this machine stands for.
+/// The target a measurement on this machine stands for: `<triple>/<isa level>`.
 pub fn target() -> String {
-    format!("{}-{}", std::env::consts::ARCH, measure::host_isa().name())
+    format!(
+        "{}/{}",
+        env!("AUTOTUNE_HOST_TARGET"),
+        measure::host_isa().name()
+    )
 }
 
 /// Reads a record log; a line that does not parse is an error naming it.

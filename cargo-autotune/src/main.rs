@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use autotune_build::cache;
 use autotune_build::measure::{self, TimingOptions, Workload};
 use autotune_build::space::{Config, Space};
 use autotune_build::tune::{self, TuneOptions};
@@ -106,6 +107,17 @@ enum Command {
         json: bool,
         #[arg(long, default_value = "target/autotune/tune")]
         dir: PathBuf,
+        /// Write the best config to the tuning cache.
+        #[arg(long)]
+        save: bool,
+        /// The tuning cache directory.
+        #[arg(long, default_value = "tuning-cache")]
+        cache: PathBuf,
+    },
+    /// List the tuning cache: operator, shape, target, GFLOP/s, trials, date, stale?
+    Show {
+        #[arg(long, default_value = "tuning-cache")]
+        cache: PathBuf,
     },
     /// Measure a list of configs (one per line of a file, or the lines'
     /// cartesian product of `knob=v1|v2|...` alternatives) in one batch.
@@ -259,6 +271,8 @@ fn main() -> Result<()> {
             seed,
             json,
             dir,
+            save,
+            cache,
         } => {
             let w = workload(&target)?;
             let mut t = tune::tuner_by_name(&tuner, seed)
@@ -339,6 +353,58 @@ fn main() -> Result<()> {
                     (None, _) => println!("no config ran successfully"),
                 }
                 println!("records: {}", log.display());
+            }
+            if let (true, Some((config, gflops))) = (save, &summary.best) {
+                cache::store(
+                    &cache,
+                    &w.op.name,
+                    cache::Entry {
+                        workload: w.key(),
+                        workload_id: tune::workload_id(&w),
+                        target: tune::target(),
+                        generator: cache::GENERATOR_VERSION,
+                        gflops: *gflops,
+                        trials: summary.trials,
+                        tuner: t.name().to_string(),
+                        cpu: cache::cpu_model(),
+                        compiler: measure::compiler_version(),
+                        date: cache::today(),
+                        config: config.clone(),
+                    },
+                )?;
+                if !json {
+                    println!("saved to {}", cache::file_of(&cache, &w.op.name).display());
+                }
+            }
+        }
+        Command::Show { cache } => {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&cache)
+                .with_context(|| format!("cannot read {}", cache.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            files.sort();
+            println!(
+                "{:<40} {:<32} {:>10} {:>7} {:<10} {}",
+                "workload", "target", "GFLOP/s", "trials", "date", "status"
+            );
+            for f in files {
+                let op = f
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_string();
+                for e in cache::load(&cache, &op)? {
+                    let status = if e.generator == cache::GENERATOR_VERSION {
+                        "ok"
+                    } else {
+                        "stale"
+                    };
+                    println!(
+                        "{:<40} {:<32} {:>10.2} {:>7} {:<10} {}",
+                        e.workload, e.target, e.gflops, e.trials, e.date, status
+                    );
+                }
             }
         }
         Command::Sweep {

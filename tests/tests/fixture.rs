@@ -122,6 +122,63 @@ fn out_of_tree_crate() {
     assert!(out.contains("no C compiler found"), "{out}");
     assert!(out.contains("apt-get install gcc"), "{out}");
 
+    // The tuning cache: locked fails on a miss and says how to fill it; tune fills
+    // it; then locked builds replay it, byte for byte.
+    let build = cargo(&good, &["build", "--quiet"], &[("AUTOTUNE", "locked")]);
+    let out = text(&build);
+    assert!(!build.status.success(), "{out}");
+    assert!(
+        out.contains("no entry for mm_bias_relu[M8 K32 N16]"),
+        "{out}"
+    );
+    assert!(out.contains("AUTOTUNE=tune cargo build"), "{out}");
+    let build = cargo(
+        &good,
+        &["build"],
+        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "3")],
+    );
+    let out = text(&build);
+    assert!(build.status.success(), "{out}");
+    assert!(
+        out.contains("autotune: tuned mm_bias_relu[M8 K32 N16]"),
+        "{out}"
+    );
+    let cached = std::fs::read_to_string(good.join("tuning-cache/mm_bias_relu.toml")).unwrap();
+    assert!(
+        cached.contains("workload = \"mm_bias_relu[M8 K32 N16]\""),
+        "{cached}"
+    );
+    let generated = || {
+        let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-target/debug/build");
+        std::fs::read_dir(build)
+            .unwrap()
+            .filter_map(|e| {
+                std::fs::read(e.unwrap().path().join("out/autotune/mm_bias_relu.c")).ok()
+            })
+            .next()
+            .expect("the generated kernel source")
+    };
+    let run = cargo(&good, &["run"], &[("AUTOTUNE", "locked")]);
+    let out = text(&run);
+    assert!(
+        run.status.success() && out.contains("fixture ok 8x16x32"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("autotune: tuned"),
+        "a cache hit measures nothing: {out}"
+    );
+    let first = generated();
+    let clean = cargo(&good, &["clean", "-p", "fixture-user"], &[]);
+    assert!(clean.status.success(), "{}", text(&clean));
+    let build = cargo(&good, &["build"], &[("AUTOTUNE", "locked")]);
+    assert!(build.status.success(), "{}", text(&build));
+    assert_eq!(
+        first,
+        generated(),
+        "a replayed build generates the same source"
+    );
+
     // A malformed operator: the build script names the file, line and column.
     let bad = root.join("bad");
     write_crate(&bad, &OPS.replace("b[k][j]", "c[k][j]"));

@@ -1,0 +1,180 @@
+//! The tuning cache: `tuning-cache/<operator>.toml` beside a crate's manifest,
+//! meant to be committed. One file per operator keeps diffs small; entries are
+//! sorted, so a file changes only where a result changed.
+//!
+//! An entry is keyed by the exact workload (`tune::workload_id`: operator IR
+//! fingerprint and shapes), the target (triple and ISA level) and the generator
+//! version of the schedule space; it records the config (knob → value), its
+//! throughput, how it was found, on which CPU and compiler, and when.
+//!
+//! Writes merge into the file under a lock and replace it atomically, so two
+//! builds writing at once lose nothing; a file that does not parse is reported
+//! with its line and never overwritten.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::space::Config;
+
+/// Version of the schedule space and lowering: entries of another version are
+/// stale (their configs may mean something else) and are never applied.
+pub const GENERATOR_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Readable workload, e.g. `matmul[M1024 K1024 N1024]`.
+    pub workload: String,
+    pub workload_id: String,
+    /// `<target triple>/<isa level>`.
+    pub target: String,
+    pub generator: u32,
+    pub gflops: f64,
+    pub trials: usize,
+    pub tuner: String,
+    pub cpu: String,
+    pub compiler: String,
+    /// `YYYY-MM-DD` (UTC).
+    pub date: String,
+    pub config: Config,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct CacheFile {
+    #[serde(default, rename = "entry")]
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("cannot read the tuning cache {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{}:{line}: the tuning cache does not parse: {message}\n(fix or delete the file; autotune \
+         never overwrites a cache it cannot read)",
+        path.display()
+    )]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("cannot write the tuning cache {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The cache file of an operator.
+pub fn file_of(dir: &Path, op: &str) -> PathBuf {
+    dir.join(format!("{op}.toml"))
+}
+
+/// The entries of an operator's cache file (none if the file does not exist).
+pub fn load(dir: &Path, op: &str) -> Result<Vec<Entry>, CacheError> {
+    let path = file_of(dir, op);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(CacheError::Read { path, source }),
+    };
+    parse(&path, &text)
+}
+
+fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, CacheError> {
+    toml::from_str::<CacheFile>(text)
+        .map(|f| f.entries)
+        .map_err(|e| CacheError::Parse {
+            path: path.to_path_buf(),
+            line: e.span().map_or(1, |s| {
+                text[..s.start.min(text.len())].lines().count().max(1)
+            }),
+            message: e.message().to_string(),
+        })
+}
+
+/// What the cache holds for a workload on a target.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lookup {
+    Hit(Entry),
+    /// An entry of another generator version: reported, never applied.
+    Stale(Entry),
+    Miss,
+}
+
+pub fn lookup(entries: &[Entry], workload_id: &str, target: &str) -> Lookup {
+    match entries
+        .iter()
+        .find(|e| e.workload_id == workload_id && e.target == target)
+    {
+        Some(e) if e.generator == GENERATOR_VERSION => Lookup::Hit(e.clone()),
+        Some(e) => Lookup::Stale(e.clone()),
+        None => Lookup::Miss,
+    }
+}
+
+/// Adds or replaces `entry` (same workload and target) in the operator's file:
+/// under an exclusive lock, re-reading the file first, then replacing it
+/// atomically (temp file + rename).
+pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
+    let write_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CacheError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+    let lock_path = dir.join(".lock");
+    let lock = File::create(&lock_path).map_err(write_err(&lock_path))?;
+    lock.lock().map_err(write_err(&lock_path))?;
+    let mut entries = load(dir, op)?;
+    entries.retain(|e| !(e.workload_id == entry.workload_id && e.target == entry.target));
+    entries.push(entry);
+    entries.sort_by(|a, b| {
+        (&a.workload, &a.target, &a.workload_id).cmp(&(&b.workload, &b.target, &b.workload_id))
+    });
+    let text = format!(
+        "# Tuning cache of `{op}`, written by autotune (commit it; see `cargo autotune show`).\n\n{}",
+        toml::to_string(&CacheFile { entries }).expect("cache entries serialise")
+    );
+    let path = file_of(dir, op);
+    let tmp = dir.join(format!(".{op}.toml.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(write_err(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(write_err(&path))?;
+    drop(lock);
+    Ok(())
+}
+
+/// Today's date, `YYYY-MM-DD` in UTC.
+pub fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The CPU model of this machine (from `/proc/cpuinfo` where there is one).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}

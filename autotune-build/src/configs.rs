@@ -1,0 +1,190 @@
+//! Which config each specialisation is built with: the build mode, the tuning
+//! cache, and tuning on a miss (`AUTOTUNE=tune`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use autotune_lang::Operator;
+
+use crate::cache::{self, Entry, Lookup};
+use crate::measure::{self, Workload};
+use crate::space::Config;
+use crate::tune::{self, TuneOptions};
+use crate::{Error, Mode};
+
+fn warn(msg: &str) {
+    println!("cargo:warning=autotune: {msg}");
+}
+
+/// A package from a registry, a git dependency or `cargo package`'s
+/// verification build never has its source directory written.
+fn is_local(manifest_dir: &Path) -> bool {
+    let p = manifest_dir.to_string_lossy().replace('\\', "/");
+    !(p.contains("/.cargo/registry/")
+        || p.contains("/.cargo/git/")
+        || p.contains("/target/package/"))
+}
+
+/// Whether this build can run the code it builds (tuning measures on the host).
+fn host_runs_target() -> bool {
+    std::env::var("TARGET").ok() == std::env::var("HOST").ok()
+}
+
+fn env_number(var: &'static str, default: f64) -> Result<f64, Error> {
+    match std::env::var(var) {
+        Err(_) => Ok(default),
+        Ok(v) => v.parse().map_err(|_| Error::BadEnv {
+            var,
+            value: v,
+            expected: "a number",
+        }),
+    }
+}
+
+/// One config per specialisation of `op` (`None`: the space's default config).
+/// In locked mode, workloads without an entry are added to `missing`.
+pub(crate) fn for_operator(
+    op: &Operator,
+    mode: Mode,
+    cache_dir: &Path,
+    out_dir: &Path,
+    manifest_dir: &Path,
+    missing: &mut Vec<String>,
+) -> Result<Vec<Option<Config>>, Error> {
+    if mode == Mode::Off || op.specializations.is_empty() {
+        return Ok(vec![None; op.specializations.len()]);
+    }
+    let entries = cache::load(cache_dir, &op.name)?;
+    let can_tune = host_runs_target();
+    let mut out = Vec::new();
+    for spec in 0..op.specializations.len() {
+        let w = Workload {
+            op: op.clone(),
+            spec,
+        };
+        let id = tune::workload_id(&w);
+        let target = tune::target();
+        let found = if can_tune {
+            cache::lookup(&entries, &id, &target)
+        } else {
+            // Cross-compiling: any entry for the target triple, best first.
+            let triple = std::env::var("TARGET").unwrap_or_default();
+            let mut m: Vec<&Entry> = entries
+                .iter()
+                .filter(|e| e.workload_id == id && e.target.starts_with(&format!("{triple}/")))
+                .collect();
+            m.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
+            m.first()
+                .map_or(Lookup::Miss, |e| cache::lookup(&entries, &id, &e.target))
+        };
+        let config = match (found, mode) {
+            (Lookup::Hit(e), m) if m != Mode::Retune => Some(e.config),
+            (Lookup::Stale(e), _) if !matches!(mode, Mode::Tune | Mode::Retune) => {
+                warn(&format!(
+                    "{}: the cached config is stale (generator {} ≠ {}); using the default \
+                     schedule. Re-tune with AUTOTUNE=tune",
+                    w.key(),
+                    e.generator,
+                    cache::GENERATOR_VERSION
+                ));
+                if mode == Mode::Locked {
+                    missing.push(format!("{} (stale)", w.key()));
+                }
+                None
+            }
+            (_, Mode::Locked) => {
+                missing.push(w.key());
+                None
+            }
+            (_, Mode::Cached) => {
+                warn(&format!(
+                    "{} is not in the tuning cache ({}); using the default schedule. Tune it \
+                     with AUTOTUNE=tune cargo build",
+                    w.key(),
+                    cache::file_of(cache_dir, &op.name).display()
+                ));
+                None
+            }
+            _ if !can_tune => {
+                warn(&format!(
+                    "{}: cross-compiling, so nothing can be measured; using the default schedule",
+                    w.key()
+                ));
+                None
+            }
+            _ => Some(tune_one(&w, cache_dir, out_dir, manifest_dir)?),
+        };
+        out.push(config);
+    }
+    Ok(out)
+}
+
+/// Tunes one workload within the environment's budget, checks the winner
+/// (every trial is checked against the reference before it counts) and writes
+/// it to the cache when the package is local.
+fn tune_one(
+    w: &Workload,
+    cache_dir: &Path,
+    out_dir: &Path,
+    manifest_dir: &Path,
+) -> Result<Config, Error> {
+    let trials = env_number("AUTOTUNE_TRIALS", 48.0)? as usize;
+    let seconds = env_number("AUTOTUNE_SECONDS", 120.0)?;
+    let opts = TuneOptions {
+        trials,
+        time: Some(Duration::from_secs_f64(seconds)),
+        dir: out_dir.join("autotune-tune").join(&w.op.name),
+        log: Some(
+            cache_dir
+                .join("records")
+                .join(format!("{}.jsonl", w.op.name)),
+        )
+        .filter(|_| is_local(manifest_dir)),
+        ..TuneOptions::default()
+    };
+    let mut tuner = tune::GeneticTuner::new(1);
+    let summary = tune::tune(w, &mut tuner, &opts, &mut |_, _| {}).map_err(|e| Error::Tune {
+        workload: w.key(),
+        message: e.to_string(),
+    })?;
+    let Some((config, gflops)) = summary.best.clone() else {
+        return Err(Error::Tune {
+            workload: w.key(),
+            message: format!("no config ran correctly ({:?})", summary.errors),
+        });
+    };
+    warn(&format!(
+        "tuned {} in {:.1} s: {} trials, {:.2} GFLOP/s (default schedule {:.2}); build machines \
+         share cores with other compile jobs, so these figures may be noisy",
+        w.key(),
+        summary.elapsed.as_secs_f64(),
+        summary.trials,
+        gflops,
+        summary.default_gflops.unwrap_or(0.0)
+    ));
+    if is_local(manifest_dir) {
+        cache::store(
+            cache_dir,
+            &w.op.name,
+            Entry {
+                workload: w.key(),
+                workload_id: tune::workload_id(w),
+                target: tune::target(),
+                generator: cache::GENERATOR_VERSION,
+                gflops,
+                trials: summary.trials,
+                tuner: "genetic".to_string(),
+                cpu: cache::cpu_model(),
+                compiler: measure::compiler_version(),
+                date: cache::today(),
+                config: config.clone(),
+            },
+        )?;
+    } else {
+        warn(&format!(
+            "{}: not a local package, so the tuning cache is not written",
+            w.key()
+        ));
+    }
+    Ok(config)
+}

@@ -1,0 +1,102 @@
+//! The tuning cache: round trip, sorted stable output, stale entries, a corrupt
+//! file reported with its line and never overwritten, concurrent writers.
+
+use std::path::{Path, PathBuf};
+
+use autotune_build::cache::{self, Entry, Lookup};
+use autotune_build::space::Config;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cache-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn entry(workload: &str, gflops: f64) -> Entry {
+    Entry {
+        workload: workload.to_string(),
+        workload_id: format!("{workload}:id"),
+        target: "x86_64-unknown-linux-gnu/avx512".to_string(),
+        generator: cache::GENERATOR_VERSION,
+        gflops,
+        trials: 10,
+        tuner: "genetic".to_string(),
+        cpu: "test cpu".to_string(),
+        compiler: "cc 1".to_string(),
+        date: "2026-11-29".to_string(),
+        config: "output.tile.i=8 output.order=j-i"
+            .parse::<Config>()
+            .unwrap(),
+    }
+}
+
+#[test]
+fn round_trip_sorted_and_replaced() {
+    let dir = scratch("roundtrip");
+    cache::store(&dir, "mm", entry("mm[M2]", 2.0)).unwrap();
+    cache::store(&dir, "mm", entry("mm[M1]", 1.0)).unwrap();
+    cache::store(&dir, "mm", entry("mm[M2]", 3.0)).unwrap();
+    let entries = cache::load(&dir, "mm").unwrap();
+    assert_eq!(entries, vec![entry("mm[M1]", 1.0), entry("mm[M2]", 3.0)]);
+    let text = std::fs::read_to_string(cache::file_of(&dir, "mm")).unwrap();
+    cache::store(&dir, "mm", entry("mm[M1]", 1.0)).unwrap();
+    assert_eq!(
+        text,
+        std::fs::read_to_string(cache::file_of(&dir, "mm")).unwrap(),
+        "stable output"
+    );
+    assert_eq!(
+        cache::lookup(&entries, "mm[M1]:id", "x86_64-unknown-linux-gnu/avx512"),
+        Lookup::Hit(entry("mm[M1]", 1.0))
+    );
+    assert_eq!(
+        cache::lookup(&entries, "mm[M1]:id", "aarch64/baseline"),
+        Lookup::Miss
+    );
+    let mut old = entry("mm[M3]", 1.0);
+    old.generator = 0;
+    assert!(matches!(
+        cache::lookup(&[old.clone()], "mm[M3]:id", &old.target),
+        Lookup::Stale(_)
+    ));
+}
+
+#[test]
+fn corrupt_cache_is_reported_and_kept() {
+    let dir = scratch("corrupt");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = cache::file_of(&dir, "mm");
+    let broken = "[[entry]]\nworkload = \"mm\"\ngflops = \"fast\"\n";
+    std::fs::write(&path, broken).unwrap();
+    let err = cache::load(&dir, "mm").unwrap_err().to_string();
+    assert!(
+        err.contains("mm.toml:3: the tuning cache does not parse"),
+        "{err}"
+    );
+    let err = cache::store(&dir, "mm", entry("mm[M1]", 1.0))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not parse"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        broken,
+        "never overwritten"
+    );
+}
+
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let dir = scratch("concurrent");
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let dir = dir.clone();
+            s.spawn(move || {
+                for i in 0..15 {
+                    cache::store(&dir, "mm", entry(&format!("mm[T{t} I{i:02}]"), i as f64))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(cache::load(&dir, "mm").unwrap().len(), 60);
+}
