@@ -385,8 +385,8 @@ fn main() -> Result<()> {
                 .collect();
             files.sort();
             println!(
-                "{:<40} {:<32} {:>10} {:>7} {:<10} {}",
-                "workload", "target", "GFLOP/s", "trials", "date", "status"
+                "{:<40} {:<32} {:>10} {:>7} {:<10} status",
+                "workload", "target", "GFLOP/s", "trials", "date"
             );
             for f in files {
                 let op = f
