@@ -70,6 +70,7 @@ pub const C_FLAGS: [&str; 4] = [
 pub struct Builder {
     files: Vec<PathBuf>,
     cache_dir: Option<PathBuf>,
+    mode: Option<Mode>,
 }
 
 /// What the build does with the tuning cache (`AUTOTUNE=off|cached|locked|tune|retune`).
@@ -90,13 +91,14 @@ pub enum Mode {
 }
 
 impl Mode {
-    fn from_env() -> Result<Mode, Error> {
+    fn from_env() -> Result<Option<Mode>, Error> {
         match std::env::var("AUTOTUNE").as_deref() {
-            Err(_) | Ok("") | Ok("cached") => Ok(Mode::Cached),
-            Ok("off") => Ok(Mode::Off),
-            Ok("locked") => Ok(Mode::Locked),
-            Ok("tune") => Ok(Mode::Tune),
-            Ok("retune") => Ok(Mode::Retune),
+            Err(_) | Ok("") => Ok(None),
+            Ok("cached") => Ok(Some(Mode::Cached)),
+            Ok("off") => Ok(Some(Mode::Off)),
+            Ok("locked") => Ok(Some(Mode::Locked)),
+            Ok("tune") => Ok(Some(Mode::Tune)),
+            Ok("retune") => Ok(Some(Mode::Retune)),
             Ok(other) => Err(Error::BadEnv {
                 var: "AUTOTUNE",
                 value: other.to_string(),
@@ -122,6 +124,12 @@ impl Builder {
     /// `#[tensor_op]` functions. Out-of-line modules are not followed.
     pub fn file(&mut self, path: impl AsRef<Path>) -> &mut Builder {
         self.files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// The mode when `AUTOTUNE` is not set (default: [`Mode::Cached`]).
+    pub fn default_mode(&mut self, mode: Mode) -> &mut Builder {
+        self.mode = Some(mode);
         self
     }
 
@@ -159,7 +167,7 @@ impl Builder {
         for var in ["AUTOTUNE", "AUTOTUNE_TRIALS", "AUTOTUNE_SECONDS"] {
             println!("cargo:rerun-if-env-changed={var}");
         }
-        let mode = Mode::from_env()?;
+        let mode = Mode::from_env()?.or(self.mode).unwrap_or(Mode::Cached);
         let cache_dir = self
             .cache_dir
             .clone()
