@@ -1,5 +1,5 @@
 //! Which config each specialisation is built with: the build mode, the tuning
-//! cache, and tuning on a miss (`AUTOTUNE=tune`).
+//! cache, and tuning on a miss (`AUTOTUNE=tune`, the default).
 
 use std::path::Path;
 use std::time::Duration;
@@ -98,8 +98,8 @@ pub(crate) fn for_operator(
             }
             (_, Mode::Cached) => {
                 warn(&format!(
-                    "{} is not in the tuning cache ({}); using the default schedule. Tune it \
-                     with AUTOTUNE=tune cargo build",
+                    "{} is not in the tuning cache ({}); using the default schedule \
+                     (AUTOTUNE=cached). Tune it with AUTOTUNE=tune cargo build",
                     w.key(),
                     cache::file_of(cache_dir, &op.name).display()
                 ));

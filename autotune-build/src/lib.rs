@@ -79,12 +79,13 @@ pub enum Mode {
     /// Default schedules; the cache is not read.
     Off,
     /// Cached configs where the cache has them, default schedules elsewhere (with a
-    /// warning). The default.
+    /// warning).
     Cached,
     /// Like `Cached`, but a missing entry fails the build (as `cargo --locked`).
     Locked,
     /// Tune what the cache lacks (within `AUTOTUNE_TRIALS` / `AUTOTUNE_SECONDS`)
-    /// and write it, when the package is local.
+    /// and write it, when the package is local. The default: a first build tunes,
+    /// later ones (and teammates') replay.
     Tune,
     /// Tune every workload again.
     Retune,
@@ -127,7 +128,7 @@ impl Builder {
         self
     }
 
-    /// The mode when `AUTOTUNE` is not set (default: [`Mode::Cached`]).
+    /// The mode when `AUTOTUNE` is not set (default: [`Mode::Tune`]).
     pub fn default_mode(&mut self, mode: Mode) -> &mut Builder {
         self.mode = Some(mode);
         self
@@ -164,10 +165,15 @@ impl Builder {
             source,
         })?;
         let isas = Isa::levels(&std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default());
-        for var in ["AUTOTUNE", "AUTOTUNE_TRIALS", "AUTOTUNE_SECONDS"] {
+        for var in [
+            "AUTOTUNE",
+            "AUTOTUNE_TRIALS",
+            "AUTOTUNE_SECONDS",
+            "AUTOTUNE_ISA",
+        ] {
             println!("cargo:rerun-if-env-changed={var}");
         }
-        let mode = Mode::from_env()?.or(self.mode).unwrap_or(Mode::Cached);
+        let mode = Mode::from_env()?.or(self.mode).unwrap_or(Mode::Tune);
         let cache_dir = self
             .cache_dir
             .clone()

@@ -103,7 +103,7 @@ fn out_of_tree_crate() {
     let _ = std::fs::remove_dir_all(&root);
     write_crate(&good, OPS);
 
-    let run = cargo(&good, &["run", "--quiet"], &[]);
+    let run = cargo(&good, &["run", "--quiet"], &[("AUTOTUNE", "off")]);
     let out = text(&run);
     assert!(run.status.success(), "{out}");
     assert!(out.contains("fixture ok 8x16x32"), "{out}");
@@ -116,7 +116,11 @@ fn out_of_tree_crate() {
     );
 
     // No C compiler: the build says what to install.
-    let build = cargo(&good, &["build", "--quiet"], &[("CC", "/nonexistent/cc")]);
+    let build = cargo(
+        &good,
+        &["build", "--quiet"],
+        &[("CC", "/nonexistent/cc"), ("AUTOTUNE", "off")],
+    );
     let out = text(&build);
     assert!(!build.status.success(), "{out}");
     assert!(out.contains("no C compiler found"), "{out}");
