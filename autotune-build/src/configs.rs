@@ -119,6 +119,49 @@ pub(crate) fn for_operator(
     Ok(out)
 }
 
+/// Job tokens of cargo's jobserver held while measuring, so that no other
+/// compile job runs on the cores being timed. Released when dropped.
+struct HeldCores {
+    _tokens: Vec<jobserver::Acquired>,
+    /// Whether every core of the build is ours.
+    all: bool,
+}
+
+/// Takes the other `NUM_JOBS - 1` tokens (this build script holds one), waiting
+/// up to 30 s for running jobs to finish; with fewer, measurement goes on and
+/// the warning says its figures may be noisy.
+fn hold_cores() -> HeldCores {
+    let want = std::env::var("NUM_JOBS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1)
+        .saturating_sub(1);
+    static CLIENT: std::sync::OnceLock<Option<jobserver::Client>> = std::sync::OnceLock::new();
+    // SAFETY: connects once per process, to the descriptors cargo passed to this
+    // build script in CARGO_MAKEFLAGS.
+    let client = CLIENT.get_or_init(|| unsafe { jobserver::Client::from_env() });
+    let Some(client) = client else {
+        return HeldCores {
+            _tokens: Vec::new(),
+            all: want == 0,
+        };
+    };
+    let mut tokens = Vec::new();
+    let start = std::time::Instant::now();
+    while tokens.len() < want && start.elapsed() < Duration::from_secs(30) {
+        match client.try_acquire() {
+            Ok(Some(t)) => tokens.push(t),
+            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+            Err(_) => break,
+        }
+    }
+    let all = tokens.len() == want;
+    HeldCores {
+        _tokens: tokens,
+        all,
+    }
+}
+
 /// Tunes one workload within the environment's budget, checks the winner
 /// (every trial is checked against the reference before it counts) and writes
 /// it to the cache when the package is local.
@@ -143,10 +186,13 @@ fn tune_one(
         ..TuneOptions::default()
     };
     let mut tuner = tune::GeneticTuner::new(1);
+    let cores = hold_cores();
     let summary = tune::tune(w, &mut tuner, &opts, &mut |_, _| {}).map_err(|e| Error::Tune {
         workload: w.key(),
         message: e.to_string(),
     })?;
+    let all_cores = cores.all;
+    drop(cores);
     let Some((config, gflops)) = summary.best.clone() else {
         return Err(Error::Tune {
             workload: w.key(),
@@ -154,13 +200,17 @@ fn tune_one(
         });
     };
     warn(&format!(
-        "tuned {} in {:.1} s: {} trials, {:.2} GFLOP/s (default schedule {:.2}); build machines \
-         share cores with other compile jobs, so these figures may be noisy",
+        "tuned {} in {:.1} s: {} trials, {:.2} GFLOP/s (default schedule {:.2}){}",
         w.key(),
         summary.elapsed.as_secs_f64(),
         summary.trials,
         gflops,
-        summary.default_gflops.unwrap_or(0.0)
+        summary.default_gflops.unwrap_or(0.0),
+        if all_cores {
+            ""
+        } else {
+            "; other compile jobs shared the cores while timing, so these figures may be noisy"
+        }
     ));
     if is_local(manifest_dir) {
         cache::store(
