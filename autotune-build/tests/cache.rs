@@ -100,3 +100,43 @@ fn concurrent_writers_lose_nothing() {
     });
     assert_eq!(cache::load(&dir, "mm").unwrap().len(), 60);
 }
+
+/// Run by `two_processes_lose_nothing` in child processes (ignored on its own).
+#[test]
+#[ignore]
+fn writer_process() {
+    let (Ok(dir), Ok(who)) = (
+        std::env::var("CACHE_TEST_DIR"),
+        std::env::var("CACHE_TEST_WRITER"),
+    ) else {
+        return;
+    };
+    for i in 0..20 {
+        cache::store(
+            Path::new(&dir),
+            "mm",
+            entry(&format!("mm[P{who} I{i:02}]"), i as f64),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn two_processes_lose_nothing() {
+    let dir = scratch("processes");
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|who| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "writer_process", "--ignored", "--quiet"])
+                .env("CACHE_TEST_DIR", &dir)
+                .env("CACHE_TEST_WRITER", who.to_string())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    assert_eq!(cache::load(&dir, "mm").unwrap().len(), 40);
+}
