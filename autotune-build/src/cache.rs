@@ -118,10 +118,29 @@ pub fn lookup(entries: &[Entry], workload_id: &str, target: &str) -> Lookup {
     }
 }
 
-/// Adds or replaces `entry` (same workload and target) in the operator's file:
-/// under an exclusive lock, re-reading the file first, then replacing it
-/// atomically (temp file + rename).
+/// Adds or replaces `entry` (same workload and target) in the operator's file.
 pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
+    rewrite(dir, op, |entries| {
+        entries.retain(|e| !(e.workload_id == entry.workload_id && e.target == entry.target));
+        entries.push(entry);
+    })
+}
+
+/// Keeps the entries of an operator's file for which `keep` holds; returns how
+/// many were dropped. A file left empty is removed.
+pub fn retain(dir: &Path, op: &str, keep: impl Fn(&Entry) -> bool) -> Result<usize, CacheError> {
+    let mut dropped = 0;
+    rewrite(dir, op, |entries| {
+        let before = entries.len();
+        entries.retain(|e| keep(e));
+        dropped = before - entries.len();
+    })?;
+    Ok(dropped)
+}
+
+/// Changes an operator's file under an exclusive lock: re-read, `change`, then
+/// replace it atomically (temp file + rename).
+fn rewrite(dir: &Path, op: &str, change: impl FnOnce(&mut Vec<Entry>)) -> Result<(), CacheError> {
     let write_err = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CacheError::Write { path, source }
@@ -131,8 +150,14 @@ pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
     let lock = File::create(&lock_path).map_err(write_err(&lock_path))?;
     lock.lock().map_err(write_err(&lock_path))?;
     let mut entries = load(dir, op)?;
-    entries.retain(|e| !(e.workload_id == entry.workload_id && e.target == entry.target));
-    entries.push(entry);
+    change(&mut entries);
+    let path = file_of(dir, op);
+    if entries.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(write_err(&path)(e)),
+            _ => Ok(()),
+        };
+    }
     entries.sort_by(|a, b| {
         (&a.workload, &a.target, &a.workload_id).cmp(&(&b.workload, &b.target, &b.workload_id))
     });
@@ -140,12 +165,26 @@ pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
         "# Tuning cache of `{op}`, written by autotune (commit it; see `cargo autotune show`).\n\n{}",
         toml::to_string(&CacheFile { entries }).expect("cache entries serialise")
     );
-    let path = file_of(dir, op);
     let tmp = dir.join(format!(".{op}.toml.{}.tmp", std::process::id()));
     std::fs::write(&tmp, text).map_err(write_err(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(write_err(&path))?;
     drop(lock);
     Ok(())
+}
+
+/// The operators that have a cache file in `dir`, sorted.
+pub fn operators(dir: &Path) -> Result<Vec<String>, CacheError> {
+    let read = std::fs::read_dir(dir).map_err(|source| CacheError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut ops: Vec<String> = read
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
+        .collect();
+    ops.sort();
+    Ok(ops)
 }
 
 /// Today's date, `YYYY-MM-DD` in UTC.

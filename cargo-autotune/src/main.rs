@@ -8,7 +8,10 @@
 //! - `cargo autotune sweep`: a list of configs measured in one batch, ranked;
 //! - `cargo autotune tune --file src/ops.rs --op NAME [--spec I] [--tuner
 //!   random|grid|genetic] [--trials N] [--seconds S] [--log FILE] [--json]`: a
-//!   tuning run with a live progress bar, resumable from its record log.
+//!   tuning run with a live progress bar, resumable from its record log
+//!   (`--save` writes the best config to the tuning cache);
+//! - `cargo autotune show|verify|prune --cache tuning-cache`: list the cache,
+//!   re-measure and check its kernels here, drop entries the source lost.
 
 use std::path::PathBuf;
 
@@ -116,6 +119,22 @@ enum Command {
     },
     /// List the tuning cache: operator, shape, target, GFLOP/s, trials, date, stale?
     Show {
+        #[arg(long, default_value = "tuning-cache")]
+        cache: PathBuf,
+    },
+    /// Re-measure the cached kernels on this machine: correctness and drift.
+    Verify {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long, default_value = "tuning-cache")]
+        cache: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+    /// Drop cache entries of operators and shapes the source no longer has.
+    Prune {
+        #[command(flatten)]
+        target: Target,
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
     },
@@ -378,22 +397,11 @@ fn main() -> Result<()> {
             }
         }
         Command::Show { cache } => {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&cache)
-                .with_context(|| format!("cannot read {}", cache.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect();
-            files.sort();
             println!(
                 "{:<40} {:<32} {:>10} {:>7} {:<10} status",
                 "workload", "target", "GFLOP/s", "trials", "date"
             );
-            for f in files {
-                let op = f
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or_default()
-                    .to_string();
+            for op in cache::operators(&cache)? {
                 for e in cache::load(&cache, &op)? {
                     let status = if e.generator == cache::GENERATOR_VERSION {
                         "ok"
@@ -403,6 +411,75 @@ fn main() -> Result<()> {
                     println!(
                         "{:<40} {:<32} {:>10.2} {:>7} {:<10} {}",
                         e.workload, e.target, e.gflops, e.trials, e.date, status
+                    );
+                }
+            }
+        }
+        Command::Verify {
+            target,
+            cache,
+            threads,
+        } => {
+            let mut bad = 0;
+            for op in load(&target)? {
+                let entries = cache::load(&cache, &op.name)?;
+                for spec in 0..op.specializations.len() {
+                    let w = Workload {
+                        op: op.clone(),
+                        spec,
+                    };
+                    match cache::lookup(&entries, &tune::workload_id(&w), &tune::target()) {
+                        cache::Lookup::Hit(e) => {
+                            let opts = TimingOptions {
+                                threads,
+                                ..TimingOptions::default()
+                            };
+                            let dir = PathBuf::from("target/autotune/verify");
+                            match measure::bench(&w, &e.config, &dir, &opts) {
+                                Ok(m) => println!(
+                                    "{:<40} correct  {:>8.2} GFLOP/s now, {:>8.2} cached ({:+.1}%)",
+                                    w.key(),
+                                    m.gflops,
+                                    e.gflops,
+                                    100.0 * (m.gflops / e.gflops - 1.0)
+                                ),
+                                Err(err) => {
+                                    bad += 1;
+                                    println!("{:<40} FAILED: {err}", w.key());
+                                }
+                            }
+                        }
+                        cache::Lookup::Stale(_) => println!("{:<40} stale entry", w.key()),
+                        cache::Lookup::Miss => {
+                            println!("{:<40} not cached for {}", w.key(), tune::target())
+                        }
+                    }
+                }
+            }
+            if bad > 0 {
+                bail!("{bad} cached kernel(s) failed verification");
+            }
+        }
+        Command::Prune { target, cache } => {
+            let ops = load(&Target { op: None, ..target })?;
+            for name in cache::operators(&cache)? {
+                let ids: Vec<String> = ops
+                    .iter()
+                    .filter(|o| o.name == name)
+                    .flat_map(|o| {
+                        (0..o.specializations.len()).map(|spec| {
+                            tune::workload_id(&Workload {
+                                op: o.clone(),
+                                spec,
+                            })
+                        })
+                    })
+                    .collect();
+                let dropped = cache::retain(&cache, &name, |e| ids.contains(&e.workload_id))?;
+                if dropped > 0 {
+                    println!(
+                        "{name}: dropped {dropped} entr{}",
+                        if dropped == 1 { "y" } else { "ies" }
                     );
                 }
             }
