@@ -30,6 +30,23 @@ fn host_runs_target() -> bool {
     std::env::var("TARGET").ok() == std::env::var("HOST").ok()
 }
 
+/// `[package.metadata.autotune] <key> = <number>` of the package's manifest.
+fn metadata_number(manifest_dir: &Path, key: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(manifest_dir.join("Cargo.toml")).ok()?;
+    let value: toml::Value = toml::from_str(&text).ok()?;
+    let v = value
+        .get("package")?
+        .get("metadata")?
+        .get("autotune")?
+        .get(key)?;
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+/// A budget from the environment, else the manifest's metadata, else `default`.
+fn budget(var: &'static str, key: &str, manifest_dir: &Path, default: f64) -> Result<f64, Error> {
+    env_number(var, metadata_number(manifest_dir, key).unwrap_or(default))
+}
+
 fn env_number(var: &'static str, default: f64) -> Result<f64, Error> {
     match std::env::var(var) {
         Err(_) => Ok(default),
@@ -171,8 +188,8 @@ fn tune_one(
     out_dir: &Path,
     manifest_dir: &Path,
 ) -> Result<Config, Error> {
-    let trials = env_number("AUTOTUNE_TRIALS", 48.0)? as usize;
-    let seconds = env_number("AUTOTUNE_SECONDS", 120.0)?;
+    let trials = budget("AUTOTUNE_TRIALS", "trials", manifest_dir, 48.0)? as usize;
+    let seconds = budget("AUTOTUNE_SECONDS", "seconds", manifest_dir, 120.0)?;
     let opts = TuneOptions {
         trials,
         time: Some(Duration::from_secs_f64(seconds)),
