@@ -11,7 +11,10 @@
 //!   tuning run with a live progress bar, resumable from its record log
 //!   (`--save` writes the best config to the tuning cache);
 //! - `cargo autotune show|verify|prune --cache tuning-cache`: list the cache,
-//!   re-measure and check its kernels here, drop entries the source lost.
+//!   re-measure and check its kernels here, drop entries the source lost;
+//! - `cargo autotune plot --log records.jsonl --out curve.svg`: tuning curves.
+
+mod plot;
 
 use std::path::PathBuf;
 
@@ -121,6 +124,17 @@ enum Command {
     Show {
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
+    },
+    /// Tuning curves (best GFLOP/s after each trial) from a record log, as SVG.
+    Plot {
+        /// Record log(s) (JSON lines) to read.
+        #[arg(long, required = true)]
+        log: Vec<PathBuf>,
+        /// Only this workload (e.g. `matmul[M1024 K1024 N1024]`).
+        #[arg(long)]
+        workload: Option<String>,
+        #[arg(long, default_value = "tuning-curve.svg")]
+        out: PathBuf,
     },
     /// Re-measure the cached kernels on this machine: correctness and drift.
     Verify {
@@ -414,6 +428,21 @@ fn main() -> Result<()> {
                     );
                 }
             }
+        }
+        Command::Plot { log, workload, out } => {
+            let mut records = Vec::new();
+            for l in &log {
+                records.extend(tune::load_log(l)?);
+            }
+            records.retain(|r| workload.as_ref().is_none_or(|w| &r.workload == w));
+            if records.is_empty() {
+                bail!("no records to plot");
+            }
+            let curves = plot::curves(&records);
+            let title = workload.unwrap_or_else(|| "tuning curves".to_string());
+            std::fs::write(&out, plot::svg(&title, &curves))
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            println!("{} curve(s) written to {}", curves.len(), out.display());
         }
         Command::Verify {
             target,
