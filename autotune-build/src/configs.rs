@@ -255,3 +255,69 @@ fn tune_one(
     }
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cross-compiling (TARGET ≠ HOST) never measures: a miss builds the default
+    /// schedule even in tune mode, and an entry for the target triple is replayed.
+    #[test]
+    fn cross_compiling_replays_or_uses_defaults() {
+        let item: syn::ItemFn = syn::parse_str(
+            "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+                compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+            }",
+        )
+        .unwrap();
+        let attr = "specialize(M = 4, N = 16, K = 8)".parse().unwrap();
+        let op = autotune_lang::parse_operator(attr, &item).unwrap();
+        let dir = std::env::temp_dir().join(format!("autotune-cross-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // SAFETY: this is the only test of the crate that reads or writes these variables.
+        unsafe {
+            std::env::set_var("TARGET", "aarch64-unknown-linux-gnu");
+            std::env::set_var("HOST", "x86_64-unknown-linux-gnu");
+        }
+        let mut missing = Vec::new();
+        let miss = for_operator(&op, Mode::Tune, &dir, &dir, &dir, &mut missing).unwrap();
+        assert_eq!(miss, vec![None]);
+        let w = Workload {
+            op: op.clone(),
+            spec: 0,
+        };
+        let space = crate::space::Space::new(&op, w.shapes());
+        let config = space.config_at(
+            space
+                .index_of(&space.default_config(&op, w.shapes()))
+                .unwrap()
+                + 1,
+        );
+        cache::store(
+            &dir,
+            "mm",
+            Entry {
+                workload: w.key(),
+                workload_id: tune::workload_id(&w),
+                target: "aarch64-unknown-linux-gnu/baseline".into(),
+                generator: cache::GENERATOR_VERSION,
+                gflops: 1.0,
+                trials: 1,
+                tuner: "test".into(),
+                cpu: "test".into(),
+                compiler: "test".into(),
+                date: "2026-11-29".into(),
+                config: config.clone(),
+            },
+        )
+        .unwrap();
+        let hit = for_operator(&op, Mode::Locked, &dir, &dir, &dir, &mut missing).unwrap();
+        assert_eq!(hit, vec![Some(config)]);
+        assert!(missing.is_empty());
+        unsafe {
+            std::env::remove_var("TARGET");
+            std::env::remove_var("HOST");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
