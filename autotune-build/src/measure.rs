@@ -311,7 +311,7 @@ pub fn build_candidates(
         &compiler,
         &files.iter().map(|f| f.0.clone()).collect::<Vec<_>>(),
     );
-    for ((path, members), result) in files.iter().zip(results) {
+    for ((_, members), result) in files.iter().zip(results) {
         match result {
             Ok(o) => objects.push(o),
             Err(_) => {
@@ -325,7 +325,6 @@ pub fn build_candidates(
                         Err(e) => failed[i] = Some((e.class(), e.to_string())),
                     }
                 }
-                let _ = path;
             }
         }
     }
