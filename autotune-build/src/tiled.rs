@@ -153,24 +153,12 @@ fn stride(dims: &[i64], d: usize) -> i64 {
     dims[d + 1..].iter().product()
 }
 
-/// Names in the generated code (all contain `__`, which user names never do).
-fn o_var(stage: &Stage, a: usize) -> String {
-    format!("o__{}", stage.axes[a].name)
-}
-fn b_var(stage: &Stage, a: usize) -> String {
-    format!("b__{}", stage.axes[a].name)
-}
-fn base_var(stage: &Stage, a: usize) -> String {
-    format!("base__{}", stage.axes[a].name)
-}
-fn ro_var(stage: &Stage, a: usize) -> String {
-    format!("ro__{}", stage.axes[a].name)
-}
-fn ri_var(stage: &Stage, a: usize) -> String {
-    format!("ri__{}", stage.axes[a].name)
-}
-fn k0_var(stage: &Stage, a: usize) -> String {
-    format!("k0__{}", stage.axes[a].name)
+/// A tile-loop variable of the generated code: `o__i` (outer tile), `b__i`
+/// (register tile in the block), `base__i` (the tile's first index), `ro__k` /
+/// `ri__k` (outer / inner reduction block), `k0__k` (the block's first index).
+/// All contain `__`, which user names never do.
+fn tile_var(kind: &str, stage: &Stage, a: usize) -> String {
+    format!("{kind}__{}", stage.axes[a].name)
 }
 
 /// A point of the iteration space inside the register tile: per spatial axis
@@ -611,17 +599,17 @@ impl StageLowerer<'_> {
                 let mut lane_stride = 0;
                 for (i, &(a, level, ext)) in layout.iter().enumerate() {
                     let v = match level {
-                        Level::Outer => IExpr::var(&o_var(stage, a)),
-                        Level::Block => IExpr::var(&b_var(stage, a)),
+                        Level::Outer => IExpr::var(&tile_var("o", stage, a)),
+                        Level::Block => IExpr::var(&tile_var("b", stage, a)),
                         Level::Reg => IExpr::Const(p.offset[a]),
-                        Level::ReduceOuter => IExpr::var(&ro_var(stage, a)),
+                        Level::ReduceOuter => IExpr::var(&tile_var("ro", stage, a)),
                         Level::ReduceInner => {
                             let u = if p.last_reduce == Some(a) {
                                 p.unroll
                             } else {
                                 0
                             };
-                            IExpr::var(&ri_var(stage, a)).plus(IExpr::Const(u))
+                            IExpr::var(&tile_var("ri", stage, a)).plus(IExpr::Const(u))
                         }
                     };
                     if level == Level::Reg && Some(a) == vec_axis {
@@ -638,15 +626,15 @@ impl StageLowerer<'_> {
     fn axis_value(&self, a: AxisId, p: &Point) -> IExpr {
         let stage = self.stage;
         if a < self.t.n {
-            IExpr::var(&base_var(stage, a)).plus(IExpr::Const(p.offset[a]))
+            IExpr::var(&tile_var("base", stage, a)).plus(IExpr::Const(p.offset[a]))
         } else {
             let u = if p.last_reduce == Some(a) {
                 p.unroll
             } else {
                 0
             };
-            IExpr::var(&k0_var(stage, a))
-                .plus(IExpr::var(&ri_var(stage, a)))
+            IExpr::var(&tile_var("k0", stage, a))
+                .plus(IExpr::var(&tile_var("ri", stage, a)))
                 .plus(IExpr::Const(u))
         }
     }
@@ -794,13 +782,13 @@ impl StageLowerer<'_> {
         // Level 1: register tiles of the block.
         let mut body = micro;
         for &a in order.iter().rev() {
-            let base = IExpr::var(&o_var(stage, a))
+            let base = IExpr::var(&tile_var("o", stage, a))
                 .times(IExpr::Const(t.block_size(a)))
-                .plus(IExpr::var(&b_var(stage, a)).times(IExpr::Const(t.tile[a])));
+                .plus(IExpr::var(&tile_var("b", stage, a)).times(IExpr::Const(t.tile[a])));
             body.insert(
                 0,
                 Stmt::Let {
-                    name: base_var(stage, a),
+                    name: tile_var("base", stage, a),
                     value: base,
                 },
             );
@@ -809,12 +797,14 @@ impl StageLowerer<'_> {
             } else {
                 // The last block holds fewer tiles.
                 IExpr::Const(t.ext[a] + t.tile[a] - 1)
-                    .plus(IExpr::var(&o_var(stage, a)).times(IExpr::Const(-t.block_size(a))))
+                    .plus(
+                        IExpr::var(&tile_var("o", stage, a)).times(IExpr::Const(-t.block_size(a))),
+                    )
                     .floor_div(t.tile[a])
                     .min(IExpr::Const(t.block[a]))
             };
             body = vec![Stmt::For {
-                var: b_var(stage, a),
+                var: tile_var("b", stage, a),
                 start: IExpr::Const(0),
                 end,
                 step: 1,
@@ -827,17 +817,21 @@ impl StageLowerer<'_> {
             body.insert(
                 0,
                 Stmt::Let {
-                    name: k0_var(stage, a),
-                    value: IExpr::var(&ro_var(stage, a)).times(IExpr::Const(k)),
+                    name: tile_var("k0", stage, a),
+                    value: IExpr::var(&tile_var("ro", stage, a)).times(IExpr::Const(k)),
                 },
             );
-            body = vec![Stmt::serial(&ro_var(stage, a), IExpr::Const(ro), body)];
+            body = vec![Stmt::serial(
+                &tile_var("ro", stage, a),
+                IExpr::Const(ro),
+                body,
+            )];
         }
         // Level 0: outer tiles; the leading `parallel` ones fused into one parallel loop.
         let par = plan.parallel.min(n);
         for &a in order[par..].iter().rev() {
             body = vec![Stmt::serial(
-                &o_var(stage, a),
+                &tile_var("o", stage, a),
                 IExpr::Const(t.outer[a]),
                 body,
             )];
@@ -851,7 +845,7 @@ impl StageLowerer<'_> {
                 lets.insert(
                     0,
                     Stmt::Let {
-                        name: o_var(stage, a),
+                        name: tile_var("o", stage, a),
                         value: IExpr::var("par__").floor_div(inner).modulo(t.outer[a]),
                     },
                 );
@@ -914,7 +908,7 @@ impl StageLowerer<'_> {
             .iter()
             .map(|&a| {
                 (
-                    IExpr::var(&base_var(stage, a)).plus(IExpr::Const(t.tile[a] - 1)),
+                    IExpr::var(&tile_var("base", stage, a)).plus(IExpr::Const(t.tile[a] - 1)),
                     IExpr::Const(t.ext[a]),
                 )
             })
@@ -924,7 +918,8 @@ impl StageLowerer<'_> {
             overhang
                 .iter()
                 .map(|&a| {
-                    let mut e = IExpr::var(&base_var(stage, a)).plus(IExpr::Const(offset[a]));
+                    let mut e =
+                        IExpr::var(&tile_var("base", stage, a)).plus(IExpr::Const(offset[a]));
                     if let (Some(l), Some((v, _))) = (lane, t.vector) {
                         if v == a {
                             e = e.plus(IExpr::var(l));
@@ -1028,7 +1023,7 @@ impl StageLowerer<'_> {
         let first_block: Vec<(IExpr, IExpr)> = t
             .red
             .iter()
-            .map(|r| (IExpr::var(&ro_var(stage, r.0)), IExpr::Const(1)))
+            .map(|r| (IExpr::var(&tile_var("ro", stage, r.0)), IExpr::Const(1)))
             .collect();
         if split {
             // Later reduction blocks continue from the partial sums in the output.
@@ -1114,14 +1109,14 @@ impl StageLowerer<'_> {
                 IExpr::Const(k)
             } else {
                 IExpr::Const(e)
-                    .plus(IExpr::var(&k0_var(stage, a)).times(IExpr::Const(-1)))
+                    .plus(IExpr::var(&tile_var("k0", stage, a)).times(IExpr::Const(-1)))
                     .min(IExpr::Const(k))
             }
         };
         let mut body;
         let last = t.red.last().expect("a reduction has axes");
         let u = plan.unroll.max(1) as i64;
-        let ri = ri_var(stage, last.0);
+        let ri = tile_var("ri", stage, last.0);
         if u == 1 {
             body = vec![Stmt::serial(
                 &ri,
@@ -1164,7 +1159,7 @@ impl StageLowerer<'_> {
             }
         }
         for r in t.red.iter().rev().skip(1) {
-            body = vec![Stmt::serial(&ri_var(stage, r.0), bound(r), body)];
+            body = vec![Stmt::serial(&tile_var("ri", stage, r.0), bound(r), body)];
         }
         out.extend(body);
         // Store: the final value after the last block, the partial sums before it.
@@ -1202,7 +1197,12 @@ impl StageLowerer<'_> {
             let last_block: Vec<(IExpr, IExpr)> = t
                 .red
                 .iter()
-                .map(|r| (IExpr::Const(r.3 - 2), IExpr::var(&ro_var(stage, r.0))))
+                .map(|r| {
+                    (
+                        IExpr::Const(r.3 - 2),
+                        IExpr::var(&tile_var("ro", stage, r.0)),
+                    )
+                })
                 .collect();
             out.push(Stmt::If {
                 conds: last_block,
