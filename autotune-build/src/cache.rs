@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::{self, Workload};
 use crate::space::Config;
+use crate::tune;
 
 /// Version of the schedule space and lowering: entries of another version are
 /// stale (their configs may mean something else) and are never applied.
@@ -38,6 +40,31 @@ pub struct Entry {
     /// `YYYY-MM-DD` (UTC).
     pub date: String,
     pub config: Config,
+}
+
+impl Entry {
+    /// The entry for a config of `w` measured on this machine today.
+    pub fn measured(
+        w: &Workload,
+        config: Config,
+        gflops: f64,
+        trials: usize,
+        tuner: &str,
+    ) -> Entry {
+        Entry {
+            workload: w.key(),
+            workload_id: tune::workload_id(w),
+            target: tune::target(),
+            generator: GENERATOR_VERSION,
+            gflops,
+            trials,
+            tuner: tuner.to_string(),
+            cpu: cpu_model(),
+            compiler: measure::compiler_version(),
+            date: today(),
+            config,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use autotune_lang::Operator;
 
 use crate::cache::{self, Entry, Lookup};
-use crate::measure::{self, Workload};
+use crate::measure::Workload;
 use crate::space::Config;
 use crate::tune::{self, TuneOptions};
 use crate::{Error, Mode};
@@ -230,23 +230,8 @@ fn tune_one(
         }
     ));
     if is_local(manifest_dir) {
-        cache::store(
-            cache_dir,
-            &w.op.name,
-            Entry {
-                workload: w.key(),
-                workload_id: tune::workload_id(w),
-                target: tune::target(),
-                generator: cache::GENERATOR_VERSION,
-                gflops,
-                trials: summary.trials,
-                tuner: "genetic".to_string(),
-                cpu: cache::cpu_model(),
-                compiler: measure::compiler_version(),
-                date: cache::today(),
-                config: config.clone(),
-            },
-        )?;
+        let entry = Entry::measured(w, config.clone(), gflops, summary.trials, "genetic");
+        cache::store(cache_dir, &w.op.name, entry)?;
     } else {
         warn(&format!(
             "{}: not a local package, so the tuning cache is not written",

@@ -47,12 +47,7 @@ impl Workload {
     fn sizes(&self) -> (Vec<usize>, usize) {
         let shapes = self.shapes();
         let count = |dims: &[autotune_lang::ir::Extent]| -> usize {
-            dims.iter()
-                .map(|d| match d {
-                    autotune_lang::ir::Extent::Const(c) => *c as usize,
-                    autotune_lang::ir::Extent::Var(v) => shapes[*v] as usize,
-                })
-                .product()
+            dims.iter().map(|d| d.value(shapes) as usize).product()
         };
         (
             self.op.inputs.iter().map(|i| count(&i.dims)).collect(),

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use autotune_lang::ir::{DType, Expr, Extent, Operator, Stage, TensorRef};
+use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
 
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
 #[derive(
@@ -272,13 +272,6 @@ fn fusible_consumer(op: &Operator, s: usize) -> Option<usize> {
     identity.then_some(*c)
 }
 
-fn extent_value(e: &Extent, shapes: &[i64]) -> i64 {
-    match e {
-        Extent::Const(c) => *c,
-        Extent::Var(v) => shapes[*v],
-    }
-}
-
 impl Space {
     /// The space of `op` at the shape values `shapes`.
     pub fn new(op: &Operator, shapes: &[i64]) -> Space {
@@ -351,32 +344,26 @@ impl Space {
         Config(c)
     }
 
-    /// Statements in the register tiles of a config: accumulators (or elements)
-    /// times the unroll depth, summed over stages. Every config is correct, but
-    /// very large tiles spill registers and take seconds to compile.
-    pub fn code_size(&self, config: &Config) -> usize {
-        let Ok(plan) = self.plan(&self.op, config) else {
-            return usize::MAX;
-        };
-        plan.iter()
-            .map(|s| match s {
-                StageSchedule::Tiled(p) => p.accumulators() * p.unroll.max(1),
-                _ => 0,
-            })
-            .sum()
-    }
-
     /// Whether search tuners should consider a config: register tiles of at most
-    /// 32 accumulators (the AVX-512 register file) and 256 unrolled statements.
+    /// 32 accumulators (the AVX-512 register file) and 256 statements in all the
+    /// unrolled tiles. Every config is correct, but very large tiles spill
+    /// registers and take seconds to compile.
     pub fn sensible(&self, config: &Config) -> bool {
         let Ok(plan) = self.plan(&self.op, config) else {
             return false;
         };
-        let small_tiles = plan.iter().all(|s| match s {
-            StageSchedule::Tiled(p) => p.accumulators() <= 32,
-            _ => true,
-        });
-        small_tiles && self.code_size(config) <= 256
+        let tiles: Vec<&StagePlan> = plan
+            .iter()
+            .filter_map(|s| match s {
+                StageSchedule::Tiled(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let statements: usize = tiles
+            .iter()
+            .map(|p| p.accumulators() * p.unroll.max(1))
+            .sum();
+        tiles.iter().all(|p| p.accumulators() <= 32) && statements <= 256
     }
 
     /// The choice position of every knob at `index` (mixed radix, first knob fastest).
@@ -470,7 +457,7 @@ impl Space {
                 let v = if rest == "vector" {
                     match last {
                         Some(a) => {
-                            let e = extent_value(&stage.axes[a].extent, shapes);
+                            let e = stage.axes[a].extent.value(shapes);
                             let w = if e >= width {
                                 width
                             } else if e >= width / 2 {
@@ -585,7 +572,7 @@ fn stage_knobs(
     let mut vector = vec![Value::Name("none".into())];
     for a in 0..info.n_spatial {
         let name = &stage.axes[a].name;
-        let e = extent_value(&stage.axes[a].extent, shapes).max(1);
+        let e = stage.axes[a].extent.value(shapes).max(1);
         let tiles: Vec<i64> = TILES.iter().copied().filter(|t| *t <= e).collect();
         let blocks: Vec<i64> = BLOCKS
             .iter()
@@ -606,7 +593,7 @@ fn stage_knobs(
     }
     for &a in &info.reduce_axes {
         let name = &stage.axes[a].name;
-        let e = extent_value(&stage.axes[a].extent, shapes).max(1);
+        let e = stage.axes[a].extent.value(shapes).max(1);
         let mut splits: Vec<i64> = SPLITS.iter().copied().filter(|s| *s < e).collect();
         splits.push(e);
         knobs.push(Knob {

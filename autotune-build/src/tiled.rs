@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use autotune_lang::ir::{Affine, AxisId, Expr, Extent, Operator, Stage, TensorRef};
+use autotune_lang::ir::{Affine, AxisId, Expr, Operator, Stage, TensorRef};
 
 use crate::loopnest::{IExpr, LoopKind, Scratch, Stmt, VExpr};
 use crate::lower::{buffer_name, Lowerer};
@@ -135,13 +135,6 @@ fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
-fn extent(e: &Extent, shapes: &[i64]) -> i64 {
-    match e {
-        Extent::Const(c) => *c,
-        Extent::Var(v) => shapes[*v],
-    }
-}
-
 fn row_major_flat(idx: &[IExpr], dims: &[i64]) -> IExpr {
     idx.iter().zip(dims).fold(IExpr::Const(0), |acc, (i, d)| {
         acc.times(IExpr::Const(*d)).plus(i.clone())
@@ -207,14 +200,12 @@ pub(crate) fn lower_stage(
         _ => Vec::new(),
     };
     let n = stage.n_spatial;
-    let ext: Vec<i64> = (0..n)
-        .map(|a| extent(&stage.axes[a].extent, shapes))
-        .collect();
+    let ext: Vec<i64> = (0..n).map(|a| stage.axes[a].extent.value(shapes)).collect();
     let red: Vec<(AxisId, i64, i64, i64)> = red_axes
         .iter()
         .zip(&plan.split)
         .map(|(&a, &k)| {
-            let e = extent(&stage.axes[a].extent, shapes);
+            let e = stage.axes[a].extent.value(shapes);
             let k = k.clamp(1, e.max(1));
             (a, e, k, ceil_div(e, k))
         })
@@ -227,7 +218,7 @@ pub(crate) fn lower_stage(
         if consumer.is_some() {
             scratch.push(Scratch {
                 name: buffer_name(op, TensorRef::Stage(s)),
-                elems: IExpr::Const(stage.dims.iter().map(|d| extent(d, shapes)).product()),
+                elems: IExpr::Const(stage.dims.iter().map(|d| d.value(shapes)).product()),
             });
         }
         out.extend(l.stage(s, stage));
@@ -270,7 +261,6 @@ pub(crate) fn lower_stage(
         let pack = plan.pack.get(i).copied().unwrap_or(false);
         let acc = l.resolve(
             site,
-            shapes,
             pack,
             &plan.order,
             &format!("{s}_{i}"),
@@ -286,7 +276,6 @@ pub(crate) fn lower_stage(
             }
             let acc = l.resolve(
                 site,
-                shapes,
                 false,
                 &plan.order,
                 &format!("{c}_{i}"),
@@ -375,11 +364,9 @@ impl StageLowerer<'_> {
     }
 
     /// Decides where a load reads from, emitting the copy or packing code.
-    #[allow(clippy::too_many_arguments)]
     fn resolve(
         &self,
         site: &Expr,
-        shapes: &[i64],
         pack: bool,
         order: &[usize],
         tag: &str,
@@ -393,7 +380,7 @@ impl StageLowerer<'_> {
             .op
             .tensor_dims(*tensor)
             .iter()
-            .map(|d| extent(d, shapes))
+            .map(|d| d.value(self.shapes))
             .collect();
         let src = buffer_name(self.op, *tensor);
         if pack {

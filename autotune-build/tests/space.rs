@@ -45,11 +45,8 @@ fn with_random_shape(op: &Operator, rng: &mut StdRng) -> Option<Operator> {
                 .inputs
                 .iter()
                 .map(|t| {
-                    let n = t.dims.iter().map(|d| match d {
-                        autotune_lang::ir::Extent::Const(c) => *c,
-                        autotune_lang::ir::Extent::Var(v) => values[*v],
-                    });
-                    vec![0.0; n.product::<i64>() as usize]
+                    let n: i64 = t.dims.iter().map(|d| d.value(&values)).product();
+                    vec![0.0; n as usize]
                 })
                 .collect();
             let valid = autotune_lang::eval::evaluate(op, &values, &zeros).is_ok();

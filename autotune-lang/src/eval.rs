@@ -10,9 +10,7 @@
 
 use std::fmt;
 
-use crate::ir::{
-    AxisId, BinaryOp, DType, Expr, Extent, Operator, ReduceOp, Stage, TensorRef, UnaryOp,
-};
+use crate::ir::{AxisId, BinaryOp, DType, Expr, Operator, ReduceOp, Stage, TensorRef, UnaryOp};
 
 /// Why [`evaluate`] could not run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,11 +150,7 @@ struct Layout {
 
 impl Layout {
     fn of(op: &Operator, t: TensorRef, shapes: &[i64]) -> Result<Layout, EvalError> {
-        let dims: Vec<i64> = op
-            .tensor_dims(t)
-            .iter()
-            .map(|e| extent(e, shapes))
-            .collect();
+        let dims: Vec<i64> = op.tensor_dims(t).iter().map(|e| e.value(shapes)).collect();
         let mut strides = vec![0usize; dims.len()];
         let mut len = 1usize;
         for (d, &n) in dims.iter().enumerate().rev() {
@@ -173,13 +167,6 @@ impl Layout {
                 })?;
         }
         Ok(Layout { dims, strides, len })
-    }
-}
-
-fn extent(e: &Extent, shapes: &[i64]) -> i64 {
-    match e {
-        Extent::Const(c) => *c,
-        Extent::Var(v) => shapes[*v],
     }
 }
 
@@ -249,7 +236,7 @@ fn compile(
             op: *rop,
             axes: axes
                 .iter()
-                .map(|&a| (a, extent(&stage.axes[a].extent, shapes)))
+                .map(|&a| (a, stage.axes[a].extent.value(shapes)))
                 .collect(),
             body: sub(body)?,
         },

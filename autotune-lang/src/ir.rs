@@ -57,6 +57,16 @@ pub enum Extent {
     Var(ShapeVarId),
 }
 
+impl Extent {
+    /// The size at the given values of the shape variables.
+    pub fn value(&self, shapes: &[i64]) -> i64 {
+        match self {
+            Extent::Const(c) => *c,
+            Extent::Var(v) => shapes[*v],
+        }
+    }
+}
+
 /// Integer arithmetic over shape variables, for derived shapes such as a
 /// convolution's output height. Division rounds toward negative infinity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -469,10 +479,7 @@ impl Operator {
     /// Floating-point operations of one call at the given shapes, counting one per
     /// arithmetic node and per reduction step (a multiply-add is two).
     pub fn flops(&self, shapes: &[i64]) -> f64 {
-        let ext = |e: &Extent| match e {
-            Extent::Const(c) => *c as f64,
-            Extent::Var(v) => shapes[*v] as f64,
-        };
+        let ext = |e: &Extent| e.value(shapes) as f64;
         self.stages
             .iter()
             .map(|s| {

@@ -388,23 +388,9 @@ fn main() -> Result<()> {
                 println!("records: {}", log.display());
             }
             if let (true, Some((config, gflops))) = (save, &summary.best) {
-                cache::store(
-                    &cache,
-                    &w.op.name,
-                    cache::Entry {
-                        workload: w.key(),
-                        workload_id: tune::workload_id(&w),
-                        target: tune::target(),
-                        generator: cache::GENERATOR_VERSION,
-                        gflops: *gflops,
-                        trials: summary.trials,
-                        tuner: t.name().to_string(),
-                        cpu: cache::cpu_model(),
-                        compiler: measure::compiler_version(),
-                        date: cache::today(),
-                        config: config.clone(),
-                    },
-                )?;
+                let entry =
+                    cache::Entry::measured(&w, config.clone(), *gflops, summary.trials, t.name());
+                cache::store(&cache, &w.op.name, entry)?;
                 if !json {
                     println!("saved to {}", cache::file_of(&cache, &w.op.name).display());
                 }
