@@ -8,6 +8,8 @@ use autotune_lang::Operator;
 
 use crate::cache::{self, Entry, Lookup};
 use crate::measure::Workload;
+use crate::model::Objective;
+use crate::search::{self, SearchOptions};
 use crate::space::Config;
 use crate::tune::{self, TuneOptions};
 use crate::{Error, Mode};
@@ -129,7 +131,15 @@ pub(crate) fn for_operator(
                 ));
                 None
             }
-            _ => Some(tune_one(&w, cache_dir, out_dir, manifest_dir)?),
+            _ => {
+                // Winners of the operator's other workloads on this target start the search.
+                let seeds: Vec<Config> = entries
+                    .iter()
+                    .filter(|e| e.workload_id != id && e.target == target)
+                    .map(|e| e.config.clone())
+                    .collect();
+                Some(tune_one(&w, &seeds, cache_dir, out_dir, manifest_dir)?)
+            }
         };
         out.push(config);
     }
@@ -184,6 +194,7 @@ fn hold_cores() -> HeldCores {
 /// it to the cache when the package is local.
 fn tune_one(
     w: &Workload,
+    seeds: &[Config],
     cache_dir: &Path,
     out_dir: &Path,
     manifest_dir: &Path,
@@ -202,7 +213,10 @@ fn tune_one(
         .filter(|_| is_local(manifest_dir)),
         ..TuneOptions::default()
     };
-    let mut tuner = tune::GeneticTuner::new(1);
+    let space = crate::space::Space::new(&w.op, w.shapes());
+    let mut tuner = search::xgb_tuner(w, Objective::Rank, SearchOptions::default(), 1)
+        .map_err(|_| Error::NoCostModel { workload: w.key() })?
+        .with_seeds(&space, seeds);
     let cores = hold_cores();
     let summary = tune::tune(w, &mut tuner, &opts, &mut |_, _| {}).map_err(|e| Error::Tune {
         workload: w.key(),

@@ -39,6 +39,12 @@ pub enum Error {
     Locked { missing: Vec<String> },
     #[error("tuning {workload} failed: {message}")]
     Tune { workload: String, message: String },
+    #[error(
+        "{workload} is not in the tuning cache, and this build of autotune-build cannot tune: \
+         its `xgboost` feature (the cost model) is off. Turn the feature on, commit a tuning \
+         cache entry for the workload, or build with AUTOTUNE=cached to use the default schedule"
+    )]
+    NoCostModel { workload: String },
     #[error("operator `{op}`, kernel {variant}: {source}")]
     Config {
         op: String,

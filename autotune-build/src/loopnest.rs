@@ -7,7 +7,7 @@
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
 /// Integer (index) expression; C type `int64_t`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum IExpr {
     Const(i64),
     Var(String),

@@ -17,6 +17,8 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{self, Candidate, ErrorClass, MeasureError, TimingOptions, Workload};
+use crate::model::Objective;
+use crate::search::{self, SearchOptions};
 use crate::space::{Config, Space};
 
 /// One measured (or failed) trial, as a line of the record log.
@@ -170,7 +172,7 @@ fn append(path: &Path, r: &Record) -> Result<(), TuneError> {
 
 /// Proposes configs (as space indices) to measure.
 pub trait Tuner {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// Up to `n` indices not in `measured`; fewer (or none) when the space is spent.
     fn propose(&mut self, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128>;
     /// Measured results: throughput, or `None` for a failed trial.
@@ -192,7 +194,12 @@ impl RandomTuner {
 
 /// Random unmeasured indices of sensible code size, giving up after a bounded
 /// number of draws.
-fn random_fresh(rng: &mut StdRng, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128> {
+pub(crate) fn random_fresh(
+    rng: &mut StdRng,
+    space: &Space,
+    n: usize,
+    measured: &HashSet<u128>,
+) -> Vec<u128> {
     let mut out = Vec::new();
     let mut tries = 0;
     while out.len() < n && tries < 100 * n.max(1) {
@@ -206,7 +213,7 @@ fn random_fresh(rng: &mut StdRng, space: &Space, n: usize, measured: &HashSet<u1
 }
 
 impl Tuner for RandomTuner {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "random"
     }
 
@@ -222,7 +229,7 @@ pub struct GridTuner {
 }
 
 impl Tuner for GridTuner {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "grid"
     }
 
@@ -271,7 +278,7 @@ impl GeneticTuner {
 }
 
 impl Tuner for GeneticTuner {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "genetic"
     }
 
@@ -509,14 +516,56 @@ pub fn tune(
     Ok(summary)
 }
 
-/// A tuner by name: `random`, `grid` or `genetic`.
-pub fn tuner_by_name(name: &str, seed: u64) -> Option<Box<dyn Tuner>> {
+/// Names of the tuners [`tuner_by_name`] knows.
+pub const TUNERS: &[&str] = &[
+    "xgb-rank",
+    "xgb-reg",
+    "xgb-rank-nodiv",
+    "xgb-reg-nodiv",
+    "xgb-rank-knobs",
+    "xgb-rank-curve",
+    "genetic",
+    "random",
+    "grid",
+];
+
+/// The tuner the build and `cargo autotune tune` use unless told otherwise.
+pub const DEFAULT_TUNER: &str = "xgb-rank";
+
+/// A tuner by name (see [`TUNERS`]) for workload `w`. The `xgb-*` tuners are
+/// the model-guided search: objective, then `-nodiv` without the diversity-aware
+/// pick, `-knobs` or `-curve` for another feature set.
+pub fn tuner_by_name(name: &str, seed: u64, w: &Workload) -> Result<Box<dyn Tuner>, String> {
     match name {
-        "random" => Some(Box::new(RandomTuner::new(seed))),
-        "grid" => Some(Box::new(GridTuner::default())),
-        "genetic" | "ga" => Some(Box::new(GeneticTuner::new(seed))),
-        _ => None,
+        "random" => return Ok(Box::new(RandomTuner::new(seed))),
+        "grid" => return Ok(Box::new(GridTuner::default())),
+        "genetic" | "ga" => return Ok(Box::new(GeneticTuner::new(seed))),
+        _ => {}
     }
+    let unknown = || {
+        format!(
+            "unknown tuner `{name}` (expected one of {})",
+            TUNERS.join(", ")
+        )
+    };
+    let mut parts = name.split('-');
+    if parts.next() != Some("xgb") {
+        return Err(unknown());
+    }
+    let objective = match parts.next() {
+        Some("rank") => Objective::Rank,
+        Some("reg") => Objective::Regression,
+        _ => return Err(unknown()),
+    };
+    let mut opts = SearchOptions::default();
+    for p in parts {
+        match p {
+            "nodiv" => opts.diversity = false,
+            set => opts.features = set.parse().map_err(|_| unknown())?,
+        }
+    }
+    let t = search::xgb_tuner(w, objective, opts, seed).map_err(|e| e.to_string())?;
+    Ok(Box::new(t))
 }
 
 /// Runs `on_trial`-free tuning of a hand-written candidate list, for fault

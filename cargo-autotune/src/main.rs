@@ -7,7 +7,7 @@
 //!   against the reference and prints its speed;
 //! - `cargo autotune sweep`: a list of configs measured in one batch, ranked;
 //! - `cargo autotune tune --file src/ops.rs --op NAME [--spec I] [--tuner
-//!   random|grid|genetic] [--trials N] [--seconds S] [--log FILE] [--json]`: a
+//!   xgb-rank|genetic|random|...] [--trials N] [--seconds S] [--log FILE] [--json]`: a
 //!   tuning run with a live progress bar, resumable from its record log
 //!   (`--save` writes the best config to the tuning cache);
 //! - `cargo autotune show|verify|prune --cache tuning-cache`: list the cache,
@@ -86,8 +86,9 @@ enum Command {
     Tune {
         #[command(flatten)]
         target: Target,
-        /// random, grid or genetic.
-        #[arg(long, default_value = "genetic")]
+        /// xgb-rank (the model-guided search), xgb-reg, xgb-rank-nodiv,
+        /// xgb-rank-knobs, xgb-rank-curve, genetic, random or grid.
+        #[arg(long, default_value = tune::DEFAULT_TUNER)]
         tuner: String,
         /// Trials in total (those resumed from the log included).
         #[arg(long, default_value_t = 64)]
@@ -308,8 +309,7 @@ fn main() -> Result<()> {
             cache,
         } => {
             let w = workload(&target)?;
-            let mut t = tune::tuner_by_name(&tuner, seed)
-                .with_context(|| format!("unknown tuner `{tuner}`: use random, grid or genetic"))?;
+            let mut t = tune::tuner_by_name(&tuner, seed, &w).map_err(anyhow::Error::msg)?;
             let opts = TuneOptions {
                 trials,
                 time: seconds.map(std::time::Duration::from_secs_f64),

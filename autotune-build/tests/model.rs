@@ -1,0 +1,252 @@
+//! Features, the XGBoost cost model and the model-guided tuner: features are
+//! deterministic with one length per workload, the model learns a known order,
+//! and a tiny model-guided run completes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use autotune_build::features::{FeatureSet, Featurizer};
+use autotune_build::measure::{TimingOptions, Workload};
+use autotune_build::model::{self, Matrix, Objective, TrainingSet};
+use autotune_build::search::{self, SearchOptions};
+use autotune_build::space::Space;
+use autotune_build::tune::{self, TuneOptions, Tuner};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn workload(attr: &str, src: &str) -> Workload {
+    let item: syn::ItemFn = syn::parse_str(src).unwrap();
+    let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
+    Workload { op, spec: 0 }
+}
+
+fn gemm(m: i64, n: i64, k: i64) -> Workload {
+    workload(
+        &format!("specialize(M = {m}, N = {n}, K = {k})"),
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+}
+
+fn conv() -> Workload {
+    workload(
+        "R = 3, S = 3, specialize(C = 16, H = 14, W = 14, K = 32)",
+        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+            compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
+        }",
+    )
+}
+
+#[test]
+fn features_are_deterministic_with_one_length_per_workload() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for w in [gemm(512, 512, 512), gemm(17, 33, 9), conv()] {
+        let space = Space::new(&w.op, w.shapes());
+        for set in [FeatureSet::Itervar, FeatureSet::Curve, FeatureSet::Knobs] {
+            let f = Featurizer::new(&w, set);
+            let t = std::time::Instant::now();
+            let mut distinct = std::collections::HashSet::new();
+            let mut n = 0;
+            while n < 40 {
+                let c = space.config_at(rng.gen_range(0..space.size()));
+                if !space.sensible(&c) {
+                    continue; // the tuners never describe the others
+                }
+                n += 1;
+                let a = f.features(&c).unwrap();
+                assert_eq!(a.len(), f.len(), "{} {set}", w.key());
+                assert!(a.iter().all(|x| x.is_finite()), "{} {set}: {a:?}", w.key());
+                assert_eq!(a, f.features(&c).unwrap(), "deterministic");
+                assert_eq!(a, Featurizer::new(&w, set).features(&c).unwrap());
+                distinct.insert(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            }
+            eprintln!("{} {set}: {:?} per config", w.key(), t.elapsed() / 120);
+            // Configs differ, and so must most of their descriptions.
+            assert!(distinct.len() > 20, "{} {set}: {}", w.key(), distinct.len());
+        }
+    }
+}
+
+#[test]
+fn itervar_features_see_the_loop_nest() {
+    let w = gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let f = Featurizer::new(&w, FeatureSet::Itervar);
+    let default = space.default_config(&w.op, w.shapes());
+    let a = f.features(&default).unwrap();
+    // A different unroll depth changes the loop nest and so the features.
+    let mut other = default.clone();
+    let key = other
+        .0
+        .keys()
+        .find(|k| k.ends_with(".unroll"))
+        .unwrap()
+        .clone();
+    let u = match &other.0[&key] {
+        autotune_build::space::Value::Int(u) => *u,
+        _ => unreachable!(),
+    };
+    other.0.insert(
+        key,
+        autotune_build::space::Value::Int(if u == 1 { 4 } else { 1 }),
+    );
+    assert_ne!(a, f.features(&other).unwrap());
+    // The total arithmetic (a kernel-wide feature) is that of the operator: 2·64³
+    // flops, give or take the partial-tile code counted beside the full tiles.
+    let total = 2f64.powf(a[a.len() - 11] as f64) - 1.0;
+    assert!(
+        (2.0 * 64f64.powi(3)..=4.0 * 64f64.powi(3)).contains(&total),
+        "{total}"
+    );
+}
+
+/// Rows of a synthetic problem whose true order is known: throughput falls with
+/// the distance of two features from a sweet spot, the third is noise.
+fn synthetic(n: usize, seed: u64) -> TrainingSet {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut t = TrainingSet {
+        x: Matrix::new(3),
+        ..TrainingSet::default()
+    };
+    for _ in 0..n {
+        // Whole numbers, zero included: a real 0.0 must not read as missing.
+        let row = [
+            rng.gen_range(0..16) as f32,
+            rng.gen_range(0..16) as f32,
+            rng.gen_range(0..16) as f32,
+        ];
+        let y = 1.0 / (1.0 + (row[0] - 0.0).abs() + 0.5 * (row[1] - 10.0).abs());
+        t.x.push(&row);
+        t.y.push(y);
+    }
+    t
+}
+
+/// Share of pairs with different truth that the scores order the same way.
+fn concordance(truth: &[f32], score: &[f32]) -> f64 {
+    let (mut agree, mut pairs) = (0usize, 0usize);
+    for i in 0..truth.len() {
+        for j in 0..i {
+            if truth[i] != truth[j] {
+                pairs += 1;
+                if (truth[i] > truth[j]) == (score[i] > score[j]) {
+                    agree += 1;
+                }
+            }
+        }
+    }
+    agree as f64 / pairs as f64
+}
+
+#[test]
+fn the_model_learns_a_known_order() {
+    let train = synthetic(300, 1);
+    let test = synthetic(200, 2);
+    for objective in [Objective::Rank, Objective::Regression] {
+        let mut m = model::default_model(objective, 1).unwrap();
+        m.fit(&train).unwrap();
+        let p = m.predict(&test.x, None).unwrap();
+        let c = concordance(&test.y, &p);
+        assert!(c > 0.9, "{objective}: concordance {c}");
+        assert!(model::recall_at(&test.y, &p, 10) >= 0.5, "{objective}");
+        // Saved and loaded, it predicts the same.
+        let bytes = m.save().unwrap();
+        let mut n = model::default_model(objective, 1).unwrap();
+        n.load(&bytes).unwrap();
+        assert_eq!(p, n.predict(&test.x, None).unwrap());
+    }
+}
+
+#[test]
+fn a_base_margin_shifts_predictions() {
+    let train = synthetic(100, 3);
+    let mut m = model::default_model(Objective::Regression, 1).unwrap();
+    m.fit(&train).unwrap();
+    // A base margin replaces the global bias: predictions move with it.
+    let one = m
+        .predict(&train.x, Some(&vec![1.0; train.y.len()]))
+        .unwrap();
+    let two = m
+        .predict(&train.x, Some(&vec![2.0; train.y.len()]))
+        .unwrap();
+    for (a, b) in one.iter().zip(&two) {
+        assert!((b - a - 1.0).abs() < 1e-4, "{a} {b}");
+    }
+}
+
+#[test]
+fn an_unfitted_model_says_so() {
+    let m = model::default_model(Objective::Rank, 1).unwrap();
+    assert!(matches!(
+        m.predict(&Matrix::new(3), None),
+        Err(model::ModelError::NotFitted)
+    ));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("model-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_tiny_model_guided_run_completes() {
+    let w = gemm(24, 32, 16);
+    let dir = scratch("run");
+    let opts = TuneOptions {
+        trials: 20,
+        batch: 6,
+        timing: TimingOptions {
+            min_sample_secs: 0.001,
+            samples: 3,
+            timeout: Duration::from_secs(3),
+            ..TimingOptions::default()
+        },
+        dir: dir.join("build"),
+        log: Some(dir.join("records.jsonl")),
+        ..TuneOptions::default()
+    };
+    let space = Space::new(&w.op, w.shapes());
+    let seed_config = space.config_at(space.size() / 3);
+    let mut t = search::xgb_tuner(
+        &w,
+        Objective::Rank,
+        SearchOptions {
+            min_train: 6,
+            chains: 8,
+            steps: 5,
+            ..SearchOptions::default()
+        },
+        3,
+    )
+    .unwrap()
+    .with_seeds(&space, std::slice::from_ref(&seed_config));
+    let s = tune::tune(&w, &mut t, &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(s.trials, 20);
+    assert!(s.best.is_some() && s.errors.is_empty(), "{:?}", s.errors);
+    assert!(
+        t.overhead.fits >= 2,
+        "refits after batches: {:?}",
+        t.overhead
+    );
+    assert!(t.overhead.scored > 0);
+    let log = tune::load_log(&dir.join("records.jsonl")).unwrap();
+    assert_eq!(t.name(), "xgb-rank");
+    assert!(log.iter().all(|r| r.tuner == "xgb-rank"));
+    // The seed is measured in the first batch, after the default.
+    let seeded = space.sensible(&seed_config);
+    assert_eq!(log[..6].iter().any(|r| r.config == seed_config), seeded);
+}
+
+#[test]
+fn tuners_by_name() {
+    let w = gemm(8, 8, 8);
+    for name in tune::TUNERS {
+        let t = tune::tuner_by_name(name, 1, &w).unwrap();
+        assert_eq!(t.name(), *name);
+    }
+    let e = tune::tuner_by_name("xgb-best", 1, &w).err().unwrap();
+    assert!(e.contains("unknown tuner `xgb-best`"), "{e}");
+}
