@@ -19,3 +19,47 @@ pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N
 pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
     compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
 }
+
+/// conv2d NCHW 7×7, stride 2, zero padding 3: ResNet-18 C1.
+#[tensor_op(
+    R = 7,
+    S = 7,
+    OH = (H + 6 - 7) / 2 + 1,
+    OW = (W + 6 - 7) / 2 + 1,
+    specialize(C = 3, H = 224, W = 224, K = 64)
+)]
+pub fn conv7x7s2(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, OH, OW)> {
+    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 3][v * 2 + s - 3] * w[k][c][r][s]))
+}
+
+/// conv2d 3×3, stride 2, zero padding 1: C4, C7, C10.
+#[tensor_op(
+    R = 3,
+    S = 3,
+    OH = (H + 2 - 3) / 2 + 1,
+    OW = (W + 2 - 3) / 2 + 1,
+    specialize(C = 64, H = 56, W = 56, K = 128),
+    specialize(C = 128, H = 28, W = 28, K = 256),
+    specialize(C = 256, H = 14, W = 14, K = 512)
+)]
+pub fn conv3x3s2(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, OH, OW)> {
+    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 1][v * 2 + s - 1] * w[k][c][r][s]))
+}
+
+/// conv2d 1×1, stride 1: C3.
+#[tensor_op(specialize(C = 64, H = 56, W = 56, K = 64))]
+pub fn conv1x1(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C)>) -> Tensor<f32, (K, H, W)> {
+    compute(|k, h, v| sum(|c| x[c][h][v] * w[k][c]))
+}
+
+/// conv2d 1×1, stride 2: C5, C8, C11.
+#[tensor_op(
+    OH = (H - 1) / 2 + 1,
+    OW = (W - 1) / 2 + 1,
+    specialize(C = 64, H = 56, W = 56, K = 128),
+    specialize(C = 128, H = 28, W = 28, K = 256),
+    specialize(C = 256, H = 14, W = 14, K = 512)
+)]
+pub fn conv1x1s2(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C)>) -> Tensor<f32, (K, OH, OW)> {
+    compute(|k, h, v| sum(|c| x[c][h * 2][v * 2] * w[k][c]))
+}

@@ -7,11 +7,13 @@ use std::time::Duration;
 use autotune_lang::Operator;
 
 use crate::cache::{self, Entry, Lookup};
+use crate::features::FeatureSet;
+use crate::history::{self, History};
 use crate::measure::Workload;
-use crate::model::Objective;
+use crate::model::{ModelError, Objective};
 use crate::search::{self, SearchOptions};
 use crate::space::Config;
-use crate::tune::{self, TuneOptions};
+use crate::tune::{self, TuneOptions, Tuner};
 use crate::{Error, Mode};
 
 fn warn(msg: &str) {
@@ -64,6 +66,7 @@ fn env_number(var: &'static str, default: f64) -> Result<f64, Error> {
 /// In locked mode, workloads without an entry are added to `missing`.
 pub(crate) fn for_operator(
     op: &Operator,
+    all_ops: &[Operator],
     mode: Mode,
     cache_dir: &Path,
     out_dir: &Path,
@@ -138,7 +141,14 @@ pub(crate) fn for_operator(
                     .filter(|e| e.workload_id != id && e.target == target)
                     .map(|e| e.config.clone())
                     .collect();
-                Some(tune_one(&w, &seeds, cache_dir, out_dir, manifest_dir)?)
+                Some(tune_one(
+                    &w,
+                    all_ops,
+                    &seeds,
+                    cache_dir,
+                    out_dir,
+                    manifest_dir,
+                )?)
             }
         };
         out.push(config);
@@ -194,6 +204,7 @@ fn hold_cores() -> HeldCores {
 /// it to the cache when the package is local.
 fn tune_one(
     w: &Workload,
+    all_ops: &[Operator],
     seeds: &[Config],
     cache_dir: &Path,
     out_dir: &Path,
@@ -213,12 +224,53 @@ fn tune_one(
         .filter(|_| is_local(manifest_dir)),
         ..TuneOptions::default()
     };
-    let space = crate::space::Space::new(&w.op, w.shapes());
-    let mut tuner = search::xgb_tuner(w, Objective::Rank, SearchOptions::default(), 1)
-        .map_err(|_| Error::NoCostModel { workload: w.key() })?
-        .with_seeds(&space, seeds);
+    // Transfer learning from the crate's records and the per-user store, unless
+    // AUTOTUNE_TRANSFER=off.
+    let user_store = history::user_store();
+    let transfer = !matches!(
+        std::env::var("AUTOTUNE_TRANSFER").as_deref(),
+        Ok("off" | "0" | "false")
+    );
+    let past = transfer.then(|| {
+        let mut sources = vec![cache_dir.join("records")];
+        sources.extend(user_store.clone());
+        let id = tune::workload_id(w);
+        let (past, problems) = History::load(
+            &sources,
+            all_ops,
+            &tune::target(),
+            Some(&id),
+            FeatureSet::Curve,
+        );
+        for p in problems {
+            warn(&format!("tuning history skipped: {p}"));
+        }
+        past
+    });
+    let mut tuner = search::xgb_tuner(
+        w,
+        Objective::Rank,
+        SearchOptions::default(),
+        1,
+        past.as_ref(),
+        seeds,
+    )
+    .map_err(|e| match e {
+        ModelError::Unavailable => Error::NoCostModel { workload: w.key() },
+        e => Error::Tune {
+            workload: w.key(),
+            message: e.to_string(),
+        },
+    })?;
+    let user_log = user_store.map(|d| d.join(format!("{}.jsonl", w.op.name)));
     let cores = hold_cores();
-    let summary = tune::tune(w, &mut tuner, &opts, &mut |_, _| {}).map_err(|e| Error::Tune {
+    let summary = tune::tune(w, &mut tuner, &opts, &mut |r, _| {
+        // The per-user store is a convenience: a failed write loses nothing here.
+        if let Some(log) = &user_log {
+            let _ = tune::append(log, r);
+        }
+    })
+    .map_err(|e| Error::Tune {
         workload: w.key(),
         message: e.to_string(),
     })?;
@@ -244,7 +296,7 @@ fn tune_one(
         }
     ));
     if is_local(manifest_dir) {
-        let entry = Entry::measured(w, config.clone(), gflops, summary.trials, "genetic");
+        let entry = Entry::measured(w, config.clone(), gflops, summary.trials, tuner.name());
         cache::store(cache_dir, &w.op.name, entry)?;
     } else {
         warn(&format!(
@@ -279,7 +331,7 @@ mod tests {
             std::env::set_var("HOST", "x86_64-unknown-linux-gnu");
         }
         let mut missing = Vec::new();
-        let miss = for_operator(&op, Mode::Tune, &dir, &dir, &dir, &mut missing).unwrap();
+        let miss = for_operator(&op, &[], Mode::Tune, &dir, &dir, &dir, &mut missing).unwrap();
         assert_eq!(miss, vec![None]);
         let w = Workload {
             op: op.clone(),
@@ -310,7 +362,7 @@ mod tests {
             },
         )
         .unwrap();
-        let hit = for_operator(&op, Mode::Locked, &dir, &dir, &dir, &mut missing).unwrap();
+        let hit = for_operator(&op, &[], Mode::Locked, &dir, &dir, &dir, &mut missing).unwrap();
         assert_eq!(hit, vec![Some(config)]);
         assert!(missing.is_empty());
         unsafe {

@@ -113,11 +113,7 @@ impl Featurizer {
 
     /// Length of every feature vector of this workload.
     pub fn len(&self) -> usize {
-        match self.set {
-            FeatureSet::Itervar => LOOP_SLOTS * PER_LOOP + GLOBALS,
-            FeatureSet::Curve => (BUFFER_SLOTS * 2 + 1) * CURVE_POINTS.len(),
-            FeatureSet::Knobs => self.space.knobs.len(),
-        }
+        self.len_of(self.set)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -126,9 +122,24 @@ impl Featurizer {
 
     /// The features of `config`.
     pub fn features(&self, config: &Config) -> Result<Vec<f32>, ConfigError> {
-        let out = match self.set {
-            FeatureSet::Knobs => self.knob_features(config)?,
-            set => {
+        let mut v = self.features_sets(config, &[self.set])?;
+        Ok(v.remove(0))
+    }
+
+    /// Several feature sets of `config`, lowering it once.
+    pub fn features_sets(
+        &self,
+        config: &Config,
+        sets: &[FeatureSet],
+    ) -> Result<Vec<Vec<f32>>, ConfigError> {
+        let mut nest = None;
+        let mut out = Vec::new();
+        for &set in sets {
+            if set == FeatureSet::Knobs {
+                out.push(self.knob_features(config)?);
+                continue;
+            }
+            if nest.is_none() {
                 let plan = self.space.plan(&self.op, config)?;
                 let kernel = crate::lower::lower(
                     &self.op,
@@ -137,15 +148,24 @@ impl Featurizer {
                     String::new(),
                     String::new(),
                 );
-                let nest = Nest::of(&kernel);
-                match set {
-                    FeatureSet::Itervar => nest.itervar(),
-                    _ => nest.curve(),
-                }
+                nest = Some(Nest::of(&kernel));
             }
-        };
-        debug_assert_eq!(out.len(), self.len());
+            let n = nest.as_ref().expect("lowered above");
+            out.push(match set {
+                FeatureSet::Itervar => n.itervar(),
+                _ => n.curve(),
+            });
+        }
         Ok(out)
+    }
+
+    /// Length of the vectors of `set` for this workload.
+    pub fn len_of(&self, set: FeatureSet) -> usize {
+        match set {
+            FeatureSet::Itervar => LOOP_SLOTS * PER_LOOP + GLOBALS,
+            FeatureSet::Curve => (BUFFER_SLOTS * 2 + 1) * CURVE_POINTS.len(),
+            FeatureSet::Knobs => self.space.knobs.len(),
+        }
     }
 
     fn knob_features(&self, config: &Config) -> Result<Vec<f32>, ConfigError> {

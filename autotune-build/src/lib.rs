@@ -22,6 +22,7 @@ pub mod codegen;
 mod configs;
 pub mod error;
 pub mod features;
+pub mod history;
 pub mod loopnest;
 pub mod lower;
 pub mod measure;
@@ -187,10 +188,12 @@ impl Builder {
         }
         let mut c_files = Vec::new();
         let mut missing = Vec::new();
+        let all_ops: Vec<Operator> = ops.iter().map(|s| s.op.clone()).collect();
         for s in &ops {
             let path = c_dir.join(format!("{}.c", s.op.name));
             let configs = configs::for_operator(
                 &s.op,
+                &all_ops,
                 mode,
                 &cache_dir,
                 &out_dir,

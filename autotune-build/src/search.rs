@@ -10,6 +10,12 @@
 //!   search.
 //! - Seed configs (e.g. the cached winners of related workloads) are measured
 //!   first and start chains.
+//! - Transfer learning (as AutoTVM's): a global model fitted on the history of
+//!   earlier workloads, over features that keep their meaning across shapes and
+//!   operators (`FeatureSet::Curve`), guides the search from the first batch;
+//!   once there are local trials, its prediction is the base margin the local
+//!   model learns a correction to, with a weight that fades as local trials
+//!   accumulate.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -18,6 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::features::{FeatureSet, Featurizer};
+use crate::history::History;
 use crate::measure::Workload;
 use crate::model::{CostModel, Matrix, ModelError, Objective, TrainingSet};
 use crate::space::{Config, Space};
@@ -70,6 +77,13 @@ pub struct Overhead {
     pub fits: usize,
 }
 
+/// The global model of transfer learning and what it reads.
+struct Transfer {
+    model: Box<dyn CostModel>,
+    set: FeatureSet,
+    features: HashMap<u128, Vec<f32>>,
+}
+
 pub struct ModelTuner {
     name: String,
     model: Box<dyn CostModel>,
@@ -81,7 +95,11 @@ pub struct ModelTuner {
     /// Scores under the current fit, and their spread (the annealing scale).
     scores: HashMap<u128, f32>,
     scale: f32,
+    /// Whether the local model is fitted.
     fitted: bool,
+    transfer: Option<Transfer>,
+    /// Local trials over which the global model's weight fades to zero.
+    pub fade: usize,
     chains: Vec<u128>,
     seeds: Vec<u128>,
     pub overhead: Overhead,
@@ -112,6 +130,8 @@ impl ModelTuner {
             scores: HashMap::new(),
             scale: 1.0,
             fitted: false,
+            transfer: None,
+            fade: 128,
             chains: Vec::new(),
             seeds: Vec::new(),
             overhead: Overhead::default(),
@@ -131,17 +151,72 @@ impl ModelTuner {
         self
     }
 
-    fn features_of(&mut self, space: &Space, i: u128) -> &[f32] {
-        if !self.features.contains_key(&i) {
-            let t = Instant::now();
-            let f = self
-                .featurizer
-                .features(&space.config_at(i))
-                .expect("configs of the space lower");
-            self.overhead.features += t.elapsed();
-            self.features.insert(i, f);
+    /// Transfer learning from `global`, a model fitted on the history of other
+    /// workloads over `set` features (see [`transfer_model`]).
+    pub fn with_transfer(mut self, global: Box<dyn CostModel>, set: FeatureSet) -> ModelTuner {
+        self.name.push_str("-transfer");
+        self.transfer = Some(Transfer {
+            model: global,
+            set,
+            features: HashMap::new(),
+        });
+        self
+    }
+
+    /// Computes (once) the local and, with transfer, the global features of `i`.
+    fn describe(&mut self, space: &Space, i: u128) {
+        if self.features.contains_key(&i) {
+            return;
         }
-        &self.features[&i]
+        let t = Instant::now();
+        let mut sets = vec![self.featurizer.set()];
+        sets.extend(self.transfer.as_ref().map(|g| g.set));
+        let mut f = self
+            .featurizer
+            .features_sets(&space.config_at(i), &sets)
+            .expect("configs of the space lower");
+        if let Some(g) = &mut self.transfer {
+            g.features.insert(i, f.pop().expect("one vector per set"));
+        }
+        self.features
+            .insert(i, f.pop().expect("one vector per set"));
+        self.overhead.features += t.elapsed();
+    }
+
+    /// Weight of the global model with `n` local trials: 1 until the local model
+    /// exists, then fading linearly to 0 at `fade` trials.
+    fn global_weight(&self) -> f32 {
+        if !self.fitted {
+            return 1.0;
+        }
+        (1.0 - self.observed.len() as f32 / self.fade.max(1) as f32).max(0.0)
+    }
+
+    /// The global model's weighted margins for `points`, with transfer.
+    fn base_margin(
+        &mut self,
+        space: &Space,
+        points: &[u128],
+    ) -> Result<Option<Vec<f32>>, ModelError> {
+        let weight = self.global_weight();
+        if self.transfer.is_none() || weight == 0.0 {
+            return Ok(None);
+        }
+        for &i in points {
+            self.describe(space, i);
+        }
+        let g = self.transfer.as_ref().expect("checked above");
+        let mut x = Matrix::new(g.features.get(&points[0]).map_or(0, Vec::len));
+        for i in points {
+            x.push(&g.features[i]);
+        }
+        let p = g.model.predict(&x, None)?;
+        Ok(Some(p.into_iter().map(|v| v * weight).collect()))
+    }
+
+    /// Whether there is a model to score with (local, or global by itself).
+    fn can_score(&self) -> bool {
+        self.fitted || self.transfer.is_some()
     }
 
     /// Model scores of `points`, computing only those not scored under this fit.
@@ -157,11 +232,16 @@ impl ModelTuner {
         if !fresh.is_empty() {
             let mut x = Matrix::new(self.featurizer.len());
             for &i in &fresh {
-                let row = self.features_of(space, i).to_vec();
-                x.push(&row);
+                self.describe(space, i);
+                x.push(&self.features[&i]);
             }
             let t = Instant::now();
-            let p = self.model.predict(&x, None)?;
+            let base = self.base_margin(space, &fresh)?;
+            let p = match (self.fitted, base) {
+                (true, base) => self.model.predict(&x, base.as_deref())?,
+                (false, Some(base)) => base,
+                (false, None) => return Err(ModelError::NotFitted),
+            };
             self.overhead.predict += t.elapsed();
             self.overhead.scored += fresh.len();
             self.scores.extend(fresh.into_iter().zip(p));
@@ -208,6 +288,13 @@ impl ModelTuner {
         }
         let chains = self.chains.clone();
         let mut current = self.score(space, &chains)?;
+        if !self.fitted {
+            // Scored by the global model alone: anneal on the spread of its scores.
+            let mean = current.iter().sum::<f32>() / current.len().max(1) as f32;
+            let var = current.iter().map(|p| (p - mean).powi(2)).sum::<f32>()
+                / current.len().max(1) as f32;
+            self.scale = var.sqrt().max(1e-6);
+        }
         let start = Instant::now();
         for step in 0..self.opts.steps {
             if start.elapsed() > self.opts.max_search {
@@ -298,24 +385,45 @@ impl ModelTuner {
             x: Matrix::new(self.featurizer.len()),
             ..TrainingSet::default()
         };
-        let observed = self.observed.clone();
-        for (i, g) in &observed {
-            let row = self.features_of(space, *i).to_vec();
-            data.x.push(&row);
+        let observed: Vec<u128> = self.observed.iter().map(|o| o.0).collect();
+        for (i, g) in self.observed.clone() {
+            self.describe(space, i);
+            data.x.push(&self.features[&i]);
             data.y.push((g.unwrap_or(0.0) / max) as f32);
         }
         let t = Instant::now();
-        self.model.fit(&data)?;
-        let train = self.model.predict(&data.x, None)?;
+        // The margin the local model corrects: the global model at the weight it
+        // will have once this fit is in place.
+        self.fitted = true;
+        data.base_margin = self.base_margin(space, &observed)?;
+        let fitted = self.model.fit(&data);
+        self.fitted = fitted.is_ok();
+        fitted?;
+        let train = self.model.predict(&data.x, data.base_margin.as_deref())?;
         self.overhead.fit += t.elapsed();
         self.overhead.fits += 1;
         let mean = train.iter().sum::<f32>() / train.len() as f32;
         let var = train.iter().map(|p| (p - mean).powi(2)).sum::<f32>() / train.len() as f32;
         self.scale = var.sqrt().max(1e-6);
         self.scores.clear();
-        self.fitted = true;
         Ok(())
     }
+}
+
+/// The global model of transfer learning: `objective` fitted on `history`
+/// (one ranking group per past workload). `None` when the history holds no
+/// measured trial.
+pub fn transfer_model(
+    history: &History,
+    objective: Objective,
+    seed: u64,
+) -> Result<Option<Box<dyn CostModel>>, ModelError> {
+    if history.is_empty() {
+        return Ok(None);
+    }
+    let mut model = crate::model::default_model(objective, seed)?;
+    model.fit(&history.training_set())?;
+    Ok(Some(model))
 }
 
 impl Tuner for ModelTuner {
@@ -337,7 +445,7 @@ impl Tuner for ModelTuner {
         if left == 0 {
             return out;
         }
-        if !self.fitted {
+        if !self.can_score() {
             out.extend(random_fresh(&mut self.rng, space, left, &seen));
             return out;
         }
@@ -363,17 +471,31 @@ impl Tuner for ModelTuner {
         self.observed.extend_from_slice(results);
         if self.refit(space).is_err() {
             self.fitted = false;
+            self.scores.clear();
         }
     }
 }
 
-/// The model-guided tuner with XGBoost and the given objective.
+/// The model-guided tuner with XGBoost and the given objective, starting from
+/// `seeds` and, when `history` holds trials of other workloads, learning from
+/// them (transfer) and starting from the best configs of the most similar ones.
 pub fn xgb_tuner(
     w: &Workload,
     objective: Objective,
     opts: SearchOptions,
     seed: u64,
+    history: Option<&History>,
+    seeds: &[Config],
 ) -> Result<ModelTuner, ModelError> {
     let model = crate::model::default_model(objective, seed)?;
-    Ok(ModelTuner::new(w, model, opts, seed))
+    let space = Space::new(&w.op, w.shapes());
+    let mut seeds = seeds.to_vec();
+    let mut t = ModelTuner::new(w, model, opts, seed);
+    if let Some(h) = history.filter(|h| !h.is_empty()) {
+        seeds.extend(h.seeds(w, &space, 2, 8));
+        if let (Some(global), Some(set)) = (transfer_model(h, objective, seed)?, h.set) {
+            t = t.with_transfer(global, set);
+        }
+    }
+    Ok(t.with_seeds(&space, &seeds))
 }

@@ -16,6 +16,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::history::History;
 use crate::measure::{self, Candidate, ErrorClass, MeasureError, TimingOptions, Workload};
 use crate::model::Objective;
 use crate::search::{self, SearchOptions};
@@ -152,7 +153,7 @@ pub fn load_log(path: &Path) -> Result<Vec<Record>, TuneError> {
         .collect()
 }
 
-fn append(path: &Path, r: &Record) -> Result<(), TuneError> {
+pub(crate) fn append(path: &Path, r: &Record) -> Result<(), TuneError> {
     let err = |source| TuneError::WriteLog {
         path: path.to_path_buf(),
         source,
@@ -534,8 +535,14 @@ pub const DEFAULT_TUNER: &str = "xgb-rank";
 
 /// A tuner by name (see [`TUNERS`]) for workload `w`. The `xgb-*` tuners are
 /// the model-guided search: objective, then `-nodiv` without the diversity-aware
-/// pick, `-knobs` or `-curve` for another feature set.
-pub fn tuner_by_name(name: &str, seed: u64, w: &Workload) -> Result<Box<dyn Tuner>, String> {
+/// pick, `-knobs` or `-curve` for another feature set; given a `history` of
+/// other workloads, they learn from it (transfer learning).
+pub fn tuner_by_name(
+    name: &str,
+    seed: u64,
+    w: &Workload,
+    history: Option<&History>,
+) -> Result<Box<dyn Tuner>, String> {
     match name {
         "random" => return Ok(Box::new(RandomTuner::new(seed))),
         "grid" => return Ok(Box::new(GridTuner::default())),
@@ -564,7 +571,7 @@ pub fn tuner_by_name(name: &str, seed: u64, w: &Workload) -> Result<Box<dyn Tune
             set => opts.features = set.parse().map_err(|_| unknown())?,
         }
     }
-    let t = search::xgb_tuner(w, objective, opts, seed).map_err(|e| e.to_string())?;
+    let t = search::xgb_tuner(w, objective, opts, seed, history, &[]).map_err(|e| e.to_string())?;
     Ok(Box::new(t))
 }
 

@@ -220,9 +220,10 @@ fn a_tiny_model_guided_run_completes() {
             ..SearchOptions::default()
         },
         3,
+        None,
+        std::slice::from_ref(&seed_config),
     )
-    .unwrap()
-    .with_seeds(&space, std::slice::from_ref(&seed_config));
+    .unwrap();
     let s = tune::tune(&w, &mut t, &opts, &mut |_, _| {}).unwrap();
     assert_eq!(s.trials, 20);
     assert!(s.best.is_some() && s.errors.is_empty(), "{:?}", s.errors);
@@ -244,9 +245,9 @@ fn a_tiny_model_guided_run_completes() {
 fn tuners_by_name() {
     let w = gemm(8, 8, 8);
     for name in tune::TUNERS {
-        let t = tune::tuner_by_name(name, 1, &w).unwrap();
+        let t = tune::tuner_by_name(name, 1, &w, None).unwrap();
         assert_eq!(t.name(), *name);
     }
-    let e = tune::tuner_by_name("xgb-best", 1, &w).err().unwrap();
+    let e = tune::tuner_by_name("xgb-best", 1, &w, None).err().unwrap();
     assert!(e.contains("unknown tuner `xgb-best`"), "{e}");
 }

@@ -140,7 +140,7 @@ fn grid_and_genetic_runs_complete() {
         let mut opts = options(&dir);
         opts.trials = 8;
         opts.early_stop = Some(100);
-        let mut t = tune::tuner_by_name(name, seed, &w).unwrap();
+        let mut t = tune::tuner_by_name(name, seed, &w, None).unwrap();
         let s = tune::tune(&w, t.as_mut(), &opts, &mut |_, _| {}).unwrap();
         assert_eq!(s.trials, 8, "{name}");
         assert_eq!(s.curve.len(), 8);

@@ -19,10 +19,11 @@ mod plot;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use autotune_build::cache;
+use autotune_build::features::FeatureSet;
 use autotune_build::measure::{self, TimingOptions, Workload};
 use autotune_build::space::{Config, Space};
 use autotune_build::tune::{self, TuneOptions};
+use autotune_build::{cache, history};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -39,7 +40,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct Target {
     /// Source file holding the #[tensor_op] operators.
     #[arg(long, default_value = "src/ops.rs")]
@@ -120,6 +121,14 @@ enum Command {
         /// The tuning cache directory.
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
+        /// Record logs (files or directories) of earlier workloads to learn from
+        /// (transfer learning, `xgb-*` tuners); by default the cache's
+        /// `records/`, the --log file and the per-user store.
+        #[arg(long)]
+        history: Vec<PathBuf>,
+        /// Tune without transfer learning.
+        #[arg(long)]
+        no_transfer: bool,
     },
     /// List the tuning cache: operator, shape, target, GFLOP/s, trials, date, stale?
     Show {
@@ -307,9 +316,39 @@ fn main() -> Result<()> {
             dir,
             save,
             cache,
+            history,
+            no_transfer,
         } => {
             let w = workload(&target)?;
-            let mut t = tune::tuner_by_name(&tuner, seed, &w).map_err(anyhow::Error::msg)?;
+            let past = if no_transfer {
+                None
+            } else {
+                let sources = if history.is_empty() {
+                    let mut s = vec![cache.join("records"), log.clone()];
+                    s.extend(history::user_store());
+                    s
+                } else {
+                    history
+                };
+                // Every operator of the file can be described, at any shapes.
+                let ops = load(&Target {
+                    op: None,
+                    ..target.clone()
+                })?;
+                let (past, problems) = history::History::load(
+                    &sources,
+                    &ops,
+                    &tune::target(),
+                    Some(&tune::workload_id(&w)),
+                    FeatureSet::Curve,
+                );
+                for p in problems {
+                    eprintln!("warning: tuning history skipped: {p}");
+                }
+                Some(past)
+            };
+            let mut t =
+                tune::tuner_by_name(&tuner, seed, &w, past.as_ref()).map_err(anyhow::Error::msg)?;
             let opts = TuneOptions {
                 trials,
                 time: seconds.map(std::time::Duration::from_secs_f64),

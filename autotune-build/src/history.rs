@@ -1,0 +1,307 @@
+//! The tuning history that transfer learning draws on: the measured trials of
+//! earlier workloads, read from record logs (the crate's
+//! `tuning-cache/records/`, and the per-user store [`user_store`]) and described
+//! with features that keep their meaning across workloads.
+//!
+//! A record names its workload by operator fingerprint and shape values
+//! (`tune::workload_id`), so the trials of any operator whose definition is at
+//! hand can be lowered again and described at their own shapes, including
+//! shapes the source no longer specialises. Records of other targets (another
+//! ISA level or machine) are left out: their timings say nothing about this one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use autotune_lang::ir::{Operator, Specialization};
+
+use crate::features::{FeatureSet, Featurizer};
+use crate::measure::Workload;
+use crate::model::{Matrix, TrainingSet};
+use crate::space::{Config, Space};
+use crate::tune::{self, TuneError};
+
+/// Trials kept per past workload: its best and a spread of the rest, so that
+/// loading stays quick where features are computed in an unoptimised build
+/// script.
+pub const MAX_TRIALS_PER_WORKLOAD: usize = 160;
+
+/// One earlier workload and its trials on this target.
+#[derive(Clone, Debug)]
+pub struct Past {
+    pub workload: Workload,
+    pub id: String,
+    /// Config, throughput (`None`: failed) and features.
+    pub trials: Vec<(Config, Option<f64>, Vec<f32>)>,
+}
+
+impl Past {
+    pub fn best(&self) -> f64 {
+        self.trials.iter().filter_map(|t| t.1).fold(0.0, f64::max)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    pub workloads: Vec<Past>,
+    pub set: Option<FeatureSet>,
+}
+
+/// The per-user store of record logs shared by every crate on this machine:
+/// `$AUTOTUNE_HISTORY` if set (empty: none), else `$XDG_CACHE_HOME/autotune/records`
+/// or `~/.cache/autotune/records`. Deleting the directory clears it.
+pub fn user_store() -> Option<PathBuf> {
+    match std::env::var_os("AUTOTUNE_HISTORY") {
+        Some(v) if v.is_empty() => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+            .map(|c| c.join("autotune").join("records")),
+    }
+}
+
+/// Record logs at `p`: the file itself, or the `*.jsonl` files of a directory.
+fn logs_at(p: &Path) -> Vec<PathBuf> {
+    if p.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| f.extension().is_some_and(|x| x == "jsonl"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    } else if p.is_file() {
+        vec![p.to_path_buf()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `name:fingerprint` and shape values of a workload id.
+fn split_id(id: &str) -> Option<(&str, Vec<i64>)> {
+    let (op, shapes) = id.rsplit_once(':')?;
+    let shapes = shapes
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect::<Option<Vec<i64>>>()?;
+    Some((op, shapes))
+}
+
+impl History {
+    /// Trials of `target` from the record logs at `sources`, for workloads of
+    /// `ops` (matched by definition, at any shapes) other than `exclude`,
+    /// described with `set`. Unreadable logs are returned beside the history:
+    /// a history only speeds tuning up, so it never stops it.
+    pub fn load(
+        sources: &[PathBuf],
+        ops: &[Operator],
+        target: &str,
+        exclude: Option<&str>,
+        set: FeatureSet,
+    ) -> (History, Vec<TuneError>) {
+        let mut errors = Vec::new();
+        let mut by_id: BTreeMap<String, Vec<tune::Record>> = BTreeMap::new();
+        let mut files: Vec<PathBuf> = sources.iter().flat_map(|s| logs_at(s)).collect();
+        files.dedup();
+        for f in files {
+            match tune::load_log(&f) {
+                Ok(records) => {
+                    for r in records {
+                        if r.target == target && Some(r.workload_id.as_str()) != exclude {
+                            by_id.entry(r.workload_id.clone()).or_default().push(r);
+                        }
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        // Operators by the `name:fingerprint` part of workload ids.
+        let known: BTreeMap<String, &Operator> = ops
+            .iter()
+            .map(|op| {
+                let w = Workload {
+                    op: Operator {
+                        specializations: vec![Specialization { values: Vec::new() }],
+                        ..op.clone()
+                    },
+                    spec: 0,
+                };
+                let id = tune::workload_id(&w);
+                (
+                    id.rsplit_once(':').map_or(id.clone(), |p| p.0.to_string()),
+                    op,
+                )
+            })
+            .collect();
+        let mut workloads = Vec::new();
+        for (id, mut records) in by_id {
+            let Some((op_id, shapes)) = split_id(&id) else {
+                continue;
+            };
+            let Some(op) = known.get(op_id) else { continue };
+            if shapes.len() != op.shape_vars.len() {
+                continue;
+            }
+            let workload = Workload {
+                op: Operator {
+                    specializations: vec![Specialization { values: shapes }],
+                    ..(*op).clone()
+                },
+                spec: 0,
+            };
+            // The same config measured twice (resumed runs, several logs) counts once.
+            records.sort_by(|a, b| a.config.cmp(&b.config));
+            records.dedup_by(|a, b| a.config == b.config);
+            records.sort_by(|a, b| {
+                b.gflops
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.gflops.unwrap_or(0.0))
+                    .then(a.config.cmp(&b.config))
+            });
+            thin(&mut records, MAX_TRIALS_PER_WORKLOAD);
+            let featurizer = Featurizer::new(&workload, set);
+            let trials: Vec<(Config, Option<f64>, Vec<f32>)> = records
+                .into_iter()
+                .filter_map(|r| {
+                    let f = featurizer.features(&r.config).ok()?;
+                    Some((r.config, r.gflops, f))
+                })
+                .collect();
+            if trials.iter().any(|t| t.1.is_some()) {
+                workloads.push(Past {
+                    workload,
+                    id,
+                    trials,
+                });
+            }
+        }
+        (
+            History {
+                workloads,
+                set: Some(set),
+            },
+            errors,
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.workloads.is_empty()
+    }
+
+    pub fn trials(&self) -> usize {
+        self.workloads.iter().map(|p| p.trials.len()).sum()
+    }
+
+    /// Rows for the global model: one group per workload, labels its trials'
+    /// throughput relative to its best (failed trials 0).
+    pub fn training_set(&self) -> TrainingSet {
+        let cols = self
+            .workloads
+            .first()
+            .and_then(|p| p.trials.first())
+            .map_or(0, |t| t.2.len());
+        let mut data = TrainingSet {
+            x: Matrix::new(cols),
+            ..TrainingSet::default()
+        };
+        for p in &self.workloads {
+            let best = p.best();
+            for (_, g, f) in &p.trials {
+                data.x.push(f);
+                data.y.push((g.unwrap_or(0.0) / best) as f32);
+            }
+            data.groups.push(p.trials.len() as u32);
+        }
+        data
+    }
+
+    /// Configs to start tuning `w` from: the best configs of the most similar
+    /// past workloads (same operator first, nearest shapes first) that are
+    /// sensible points of `space`, up to `per_workload` each and `max` in all.
+    pub fn seeds(
+        &self,
+        w: &Workload,
+        space: &Space,
+        per_workload: usize,
+        max: usize,
+    ) -> Vec<Config> {
+        let id = tune::workload_id(w);
+        let op_id = split_id(&id).map(|p| p.0.to_string());
+        let mut pasts: Vec<(f64, &Past)> = self
+            .workloads
+            .iter()
+            .map(|p| {
+                let same_op = split_id(&p.id).map(|x| x.0.to_string()) == op_id;
+                let distance: f64 = p
+                    .workload
+                    .shapes()
+                    .iter()
+                    .zip(w.shapes())
+                    .map(|(a, b)| ((*a.max(&1) as f64) / (*b.max(&1) as f64)).ln().abs())
+                    .sum();
+                (if same_op { distance } else { 1e9 + distance }, p)
+            })
+            .collect();
+        pasts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out: Vec<Config> = Vec::new();
+        for (_, p) in pasts {
+            let mut best: Vec<&(Config, Option<f64>, Vec<f32>)> =
+                p.trials.iter().filter(|t| t.1.is_some()).collect();
+            best.sort_by(|a, b| b.1.unwrap_or(0.0).total_cmp(&a.1.unwrap_or(0.0)));
+            let mut taken = 0;
+            for (c, _, _) in best {
+                if taken == per_workload || out.len() == max {
+                    break;
+                }
+                if space.index_of(c).is_ok() && space.sensible(c) && !out.contains(c) {
+                    out.push(c.clone());
+                    taken += 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Keeps the first half of `n` (the best, as sorted) and an even spread of the rest.
+fn thin<T>(v: &mut Vec<T>, n: usize) {
+    if v.len() <= n {
+        return;
+    }
+    let head = n / 2;
+    let rest = v.split_off(head);
+    let step = rest.len() as f64 / (n - head) as f64;
+    let mut picked: Vec<T> = Vec::with_capacity(n - head);
+    for (i, x) in rest.into_iter().enumerate() {
+        if picked.len() < n - head && (i as f64) >= picked.len() as f64 * step {
+            picked.push(x);
+        }
+    }
+    v.extend(picked);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_ids_split() {
+        assert_eq!(
+            split_id("mm:0123456789abcdef:8,16,4"),
+            Some(("mm:0123456789abcdef", vec![8, 16, 4]))
+        );
+        assert_eq!(split_id("mm:0123:x"), None);
+    }
+
+    #[test]
+    fn thinning_keeps_the_best_and_a_spread() {
+        let mut v: Vec<usize> = (0..100).collect();
+        thin(&mut v, 10);
+        assert_eq!(v.len(), 10);
+        assert_eq!(&v[..5], &[0, 1, 2, 3, 4]);
+        assert!(v[5..].windows(2).all(|p| p[1] > p[0]) && v[9] > 80);
+    }
+}

@@ -1,0 +1,207 @@
+//! Transfer learning: the history store reads back what tuning wrote, a run
+//! with history completes and starts from the history's best configs, and
+//! transfer never breaks tuning (empty history, another target, another
+//! operator).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use autotune_build::features::FeatureSet;
+use autotune_build::history::History;
+use autotune_build::measure::{TimingOptions, Workload};
+use autotune_build::space::Space;
+use autotune_build::tune::{self, Record, TuneOptions};
+use autotune_lang::Operator;
+
+fn workload(attr: &str, src: &str) -> Workload {
+    let item: syn::ItemFn = syn::parse_str(src).unwrap();
+    let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
+    Workload { op, spec: 0 }
+}
+
+const MM: &str =
+    "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+}";
+
+fn gemm(m: i64, n: i64, k: i64) -> Workload {
+    workload(&format!("specialize(M = {m}, N = {n}, K = {k})"), MM)
+}
+
+/// Another operator type: a matrix-vector product.
+fn gemv(m: i64, k: i64) -> Workload {
+    workload(
+        &format!("specialize(M = {m}, K = {k})"),
+        "pub fn mv(a: Tensor<f32, (M, K)>, x: Tensor<f32, K>) -> Tensor<f32, M> {
+            compute(|i| sum(|k| a[i][k] * x[k]))
+        }",
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("transfer-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn options(dir: &Path, log: &str, trials: usize) -> TuneOptions {
+    TuneOptions {
+        trials,
+        batch: 6,
+        timing: TimingOptions {
+            min_sample_secs: 0.001,
+            samples: 3,
+            timeout: Duration::from_secs(3),
+            ..TimingOptions::default()
+        },
+        dir: dir.join("build"),
+        log: Some(dir.join(log)),
+        ..TuneOptions::default()
+    }
+}
+
+/// Tunes `w` briefly (genetic) into `dir/<log>`.
+fn tune_into(w: &Workload, dir: &Path, log: &str, trials: usize) -> Vec<Record> {
+    let mut t = tune::tuner_by_name("genetic", 5, w, None).unwrap();
+    tune::tune(w, t.as_mut(), &options(dir, log, trials), &mut |_, _| {}).unwrap();
+    tune::load_log(&dir.join(log)).unwrap()
+}
+
+fn ops(ws: &[&Workload]) -> Vec<Operator> {
+    ws.iter().map(|w| w.op.clone()).collect()
+}
+
+#[test]
+fn history_round_trips_and_filters() {
+    let dir = scratch("store");
+    let past = gemm(16, 32, 24);
+    let records = tune_into(&past, &dir, "history/mm.jsonl", 8);
+    let here = tune::target();
+    let sources = [dir.join("history")];
+    // The tuned workload comes back with every trial described.
+    let (h, problems) = History::load(&sources, &ops(&[&past]), &here, None, FeatureSet::Curve);
+    assert!(problems.is_empty());
+    assert_eq!(h.workloads.len(), 1);
+    let p = &h.workloads[0];
+    assert_eq!(p.id, tune::workload_id(&past));
+    assert_eq!(p.workload.shapes(), past.shapes());
+    assert_eq!(p.trials.len(), records.len());
+    let best = records.iter().filter_map(|r| r.gflops).fold(0.0, f64::max);
+    assert_eq!(p.best(), best);
+    let data = h.training_set();
+    assert_eq!(data.x.rows(), records.len());
+    assert_eq!(data.groups, vec![records.len() as u32]);
+    assert!(data.y.iter().all(|y| (0.0..=1.0).contains(y)));
+    assert!(data.y.contains(&1.0));
+    // The workload being tuned, other targets and unknown operators are left out.
+    let (h, _) = History::load(
+        &sources,
+        &ops(&[&past]),
+        &here,
+        Some(&p.id),
+        FeatureSet::Curve,
+    );
+    assert!(h.is_empty());
+    let (h, _) = History::load(
+        &sources,
+        &ops(&[&past]),
+        "x86_64-unknown-linux-gnu/another-isa",
+        None,
+        FeatureSet::Curve,
+    );
+    assert!(h.is_empty());
+    let (h, _) = History::load(
+        &sources,
+        &ops(&[&gemv(8, 8)]),
+        &here,
+        None,
+        FeatureSet::Curve,
+    );
+    assert!(h.is_empty());
+    // A corrupt log is reported and skipped, never fatal.
+    std::fs::write(dir.join("history/bad.jsonl"), "{ not json\n").unwrap();
+    let (h, problems) = History::load(&sources, &ops(&[&past]), &here, None, FeatureSet::Curve);
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0].to_string().contains("bad.jsonl:1"),
+        "{}",
+        problems[0]
+    );
+    assert_eq!(h.workloads.len(), 1);
+}
+
+#[test]
+fn a_transfer_run_completes_and_starts_from_the_history() {
+    let dir = scratch("run");
+    let past = gemm(16, 32, 24);
+    tune_into(&past, &dir, "history/mm.jsonl", 12);
+    let w = gemm(24, 32, 16);
+    let (h, _) = History::load(
+        &[dir.join("history")],
+        &ops(&[&past]),
+        &tune::target(),
+        None,
+        FeatureSet::Curve,
+    );
+    let space = Space::new(&w.op, w.shapes());
+    let seeds = h.seeds(&w, &space, 2, 8);
+    assert!(!seeds.is_empty(), "the past best configs fit the new shape");
+    let mut t = tune::tuner_by_name("xgb-rank", 1, &w, Some(&h)).unwrap();
+    assert_eq!(t.name(), "xgb-rank-transfer");
+    let s = tune::tune(
+        &w,
+        t.as_mut(),
+        &options(&dir, "new.jsonl", 12),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(s.trials, 12);
+    assert!(s.best.is_some() && s.errors.is_empty(), "{:?}", s.errors);
+    let log = tune::load_log(&dir.join("new.jsonl")).unwrap();
+    // The first batch: the default config, then the history's best.
+    assert!(log[..6].iter().any(|r| r.config == seeds[0]));
+}
+
+#[test]
+fn transfer_never_breaks_tuning() {
+    let dir = scratch("robust");
+    let other_op = gemv(32, 48);
+    tune_into(&other_op, &dir, "history/mv.jsonl", 8);
+    let w = gemm(20, 24, 12);
+    let here = tune::target();
+    // Empty history: the plain model-guided tuner.
+    let empty = History::default();
+    let t = tune::tuner_by_name("xgb-rank", 1, &w, Some(&empty)).unwrap();
+    assert_eq!(t.name(), "xgb-rank");
+    // History of another ISA level only: nothing loads, plain tuner.
+    let (h, _) = History::load(
+        &[dir.join("history")],
+        &ops(&[&other_op]),
+        &format!("{here}-other"),
+        None,
+        FeatureSet::Curve,
+    );
+    assert!(h.is_empty());
+    // History of another operator type: transfer on, and the run completes.
+    let (h, _) = History::load(
+        &[dir.join("history")],
+        &ops(&[&other_op, &w]),
+        &here,
+        None,
+        FeatureSet::Curve,
+    );
+    assert_eq!(h.workloads.len(), 1);
+    for name in ["xgb-rank", "xgb-reg"] {
+        let mut t = tune::tuner_by_name(name, 2, &w, Some(&h)).unwrap();
+        assert_eq!(t.name(), format!("{name}-transfer"));
+        let log = format!("{name}.jsonl");
+        let s = tune::tune(&w, t.as_mut(), &options(&dir, &log, 10), &mut |_, _| {}).unwrap();
+        assert_eq!(s.trials, 10, "{name}");
+        assert!(
+            s.best.is_some() && s.errors.is_empty(),
+            "{name}: {:?}",
+            s.errors
+        );
+    }
+}
