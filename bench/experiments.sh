@@ -8,20 +8,22 @@
 #   TRIALS=96 SEEDS="1 2 3" bash bench/experiments.sh
 #   TVM_WORKLOADS="" bash bench/experiments.sh        # without TVM
 #   REPORT_ONLY=bench/results/experiments-<stamp> bash bench/experiments.sh
+#   OUT=bench/results/experiments-<stamp> SEEDS="2 3" bash bench/experiments.sh  # continue
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ -n "${REPORT_ONLY:-}" ]; then
   exec python3 "$ROOT/bench/experiments.py" "$REPORT_ONLY"
 fi
 STAMP=$(date +%Y%m%d-%H%M%S)
-OUT="$ROOT/bench/results/experiments-$STAMP"
+# OUT=<an earlier run's directory> continues it: runs resume from their logs.
+OUT="${OUT:-$ROOT/bench/results/experiments-$STAMP}"
 mkdir -p "$OUT"
 (cd "$ROOT" && cargo build --release -q -p cargo-autotune)
 AT="$ROOT/target/release/cargo-autotune autotune"
 TUNERS="${TUNERS:-xgb-rank random genetic xgb-reg xgb-rank-nodiv}"
 # name, operator, specialisation index in bench/ops.rs
 WORKLOADS="${WORKLOADS:-gemm512:gemm:5 conv-c9:conv3x3:1 conv-c6:conv3x3:2 conv-c2:conv3x3:0 gemm1024:gemm:0}"
-exec > >(tee "$OUT/run.log") 2>&1
+exec > >(tee -a "$OUT/run.log") 2>&1
 echo "# experiments $(date -Is); $(lscpu | grep 'Model name'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# trials ${TRIALS:-96}, seeds ${SEEDS:-1 2 3}, tuners $TUNERS"
 # Seeds outermost: a run cut short still has every tuner on every workload.
@@ -32,7 +34,7 @@ for seed in ${SEEDS:-1 2 3}; do
       echo "$(date +%T) $name $tuner seed $seed (load $(cut -d' ' -f1 /proc/loadavg))"
       $AT tune --file "$ROOT/bench/ops.rs" --op "$op" --spec "$spec" --tuner "$tuner" \
         --seed "$seed" --trials "${TRIALS:-96}" --batch 16 --threads 1 \
-        --log "$OUT/$name.$tuner.$seed.jsonl" --dir /tmp/autotune-experiments --json \
+        --log "$OUT/$name.$tuner.$seed.jsonl" --dir /tmp/autotune-experiments --json --no-transfer \
         >"$OUT/$name.$tuner.$seed.json"
     done
   done

@@ -311,10 +311,7 @@ fn tune_one(
 mod tests {
     use super::*;
 
-    /// Cross-compiling (TARGET ≠ HOST) never measures: a miss builds the default
-    /// schedule even in tune mode, and an entry for the target triple is replayed.
-    #[test]
-    fn cross_compiling_replays_or_uses_defaults() {
+    fn matmul() -> Operator {
         let item: syn::ItemFn = syn::parse_str(
             "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
                 compute(|i, j| sum(|k| a[i][k] * b[k][j]))
@@ -322,7 +319,34 @@ mod tests {
         )
         .unwrap();
         let attr = "specialize(M = 4, N = 16, K = 8)".parse().unwrap();
-        let op = autotune_lang::parse_operator(attr, &item).unwrap();
+        autotune_lang::parse_operator(attr, &item).unwrap()
+    }
+
+    /// Built without the cost model (`--no-default-features`), a build refuses
+    /// to tune and says how to go on.
+    #[cfg(not(feature = "xgboost"))]
+    #[test]
+    fn without_the_cost_model_tuning_is_refused() {
+        let w = Workload {
+            op: matmul(),
+            spec: 0,
+        };
+        let dir = std::env::temp_dir().join(format!("autotune-nomodel-{}", std::process::id()));
+        let e = tune_one(&w, &[], &[], &dir, &dir, &dir).unwrap_err();
+        assert!(matches!(e, Error::NoCostModel { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("`xgboost` feature") && msg.contains("AUTOTUNE=cached"),
+            "{msg}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Cross-compiling (TARGET ≠ HOST) never measures: a miss builds the default
+    /// schedule even in tune mode, and an entry for the target triple is replayed.
+    #[test]
+    fn cross_compiling_replays_or_uses_defaults() {
+        let op = matmul();
         let dir = std::env::temp_dir().join(format!("autotune-cross-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         // SAFETY: this is the only test of the crate that reads or writes these variables.

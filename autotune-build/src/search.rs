@@ -467,6 +467,17 @@ impl Tuner for ModelTuner {
         out
     }
 
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let o = &self.overhead;
+        vec![
+            ("features_seconds", o.features.as_secs_f64()),
+            ("fit_seconds", o.fit.as_secs_f64()),
+            ("predict_seconds", o.predict.as_secs_f64()),
+            ("configs_scored", o.scored as f64),
+            ("fits", o.fits as f64),
+        ]
+    }
+
     fn observe(&mut self, space: &Space, results: &[(u128, Option<f64>)]) {
         self.observed.extend_from_slice(results);
         if self.refit(space).is_err() {

@@ -178,6 +178,10 @@ pub trait Tuner {
     fn propose(&mut self, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128>;
     /// Measured results: throughput, or `None` for a failed trial.
     fn observe(&mut self, _space: &Space, _results: &[(u128, Option<f64>)]) {}
+    /// Figures about the tuner's own work (name, value), for reports.
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }
 
 /// Uniformly random configs.

@@ -397,6 +397,7 @@ fn main() -> Result<()> {
                     "seconds": summary.elapsed.as_secs_f64(),
                     "compile_seconds": summary.compile.as_secs_f64(),
                     "tuner_seconds": summary.tuner.as_secs_f64(),
+                    "tuner_stats": t.stats().into_iter().collect::<std::collections::BTreeMap<_, _>>(),
                     "log": log,
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);

@@ -81,6 +81,11 @@ fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         "CARGO_TARGET_DIR",
         Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-target"),
     );
+    // Build-time tuning writes the per-user history store: keep it out of the home.
+    cmd.env(
+        "AUTOTUNE_HISTORY",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-history"),
+    );
     for (k, v) in env {
         cmd.env(k, v);
     }
