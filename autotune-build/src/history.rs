@@ -9,8 +9,9 @@
 //! shapes the source no longer specialises. Records of other targets (another
 //! ISA level or machine) are left out: their timings say nothing about this one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use autotune_lang::ir::{Operator, Specialization};
 
@@ -24,6 +25,16 @@ use crate::tune::{self, TuneError};
 /// loading stays quick where features are computed in an unoptimised build
 /// script.
 pub const MAX_TRIALS_PER_WORKLOAD: usize = 160;
+
+/// Features already computed in this process, by feature set, workload id and
+/// config: a build that tunes several workloads loads the history once per
+/// workload, and describing a config is the expensive part (more so in an
+/// unoptimised build script).
+fn described() -> &'static Mutex<HashMap<(FeatureSet, String, Config), Vec<f32>>> {
+    static CACHE: OnceLock<Mutex<HashMap<(FeatureSet, String, Config), Vec<f32>>>> =
+        OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
 
 /// One earlier workload and its trials on this target.
 #[derive(Clone, Debug)]
@@ -163,13 +174,23 @@ impl History {
             });
             thin(&mut records, MAX_TRIALS_PER_WORKLOAD);
             let featurizer = Featurizer::new(&workload, set);
+            let mut cache = described().lock().unwrap_or_else(|e| e.into_inner());
             let trials: Vec<(Config, Option<f64>, Vec<f32>)> = records
                 .into_iter()
                 .filter_map(|r| {
-                    let f = featurizer.features(&r.config).ok()?;
-                    Some((r.config, r.gflops, f))
+                    let key = (set, id.clone(), r.config);
+                    let f = match cache.get(&key) {
+                        Some(f) => f.clone(),
+                        None => {
+                            let f = featurizer.features(&key.2).ok()?;
+                            cache.insert(key.clone(), f.clone());
+                            f
+                        }
+                    };
+                    Some((key.2, r.gflops, f))
                 })
                 .collect();
+            drop(cache);
             if trials.iter().any(|t| t.1.is_some()) {
                 workloads.push(Past {
                     workload,
