@@ -30,9 +30,10 @@ pub const MAX_TRIALS_PER_WORKLOAD: usize = 160;
 /// config: a build that tunes several workloads loads the history once per
 /// workload, and describing a config is the expensive part (more so in an
 /// unoptimised build script).
-fn described() -> &'static Mutex<HashMap<(FeatureSet, String, Config), Vec<f32>>> {
-    static CACHE: OnceLock<Mutex<HashMap<(FeatureSet, String, Config), Vec<f32>>>> =
-        OnceLock::new();
+type Described = Mutex<HashMap<(FeatureSet, String, Config), Vec<f32>>>;
+
+fn described() -> &'static Described {
+    static CACHE: OnceLock<Described> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
