@@ -2,11 +2,8 @@
 //! deterministic with one length per workload, the model learns a known order,
 //! and a tiny model-guided run completes.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
 use autotune_build::features::{FeatureSet, Featurizer};
-use autotune_build::measure::{TimingOptions, Workload};
+use autotune_build::measure::Workload;
 use autotune_build::model::{self, Matrix, Objective, TrainingSet};
 use autotune_build::search::{self, SearchOptions};
 use autotune_build::space::Space;
@@ -14,20 +11,9 @@ use autotune_build::tune::{self, TuneOptions, Tuner};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-fn workload(attr: &str, src: &str) -> Workload {
-    let item: syn::ItemFn = syn::parse_str(src).unwrap();
-    let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
-    Workload { op, spec: 0 }
-}
+mod common;
 
-fn gemm(m: i64, n: i64, k: i64) -> Workload {
-    workload(
-        &format!("specialize(M = {m}, N = {n}, K = {k})"),
-        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }",
-    )
-}
+use common::{gemm, workload};
 
 fn conv() -> Workload {
     workload(
@@ -184,29 +170,14 @@ fn an_unfitted_model_says_so() {
     ));
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("model-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn a_tiny_model_guided_run_completes() {
     let w = gemm(24, 32, 16);
-    let dir = scratch("run");
+    let dir = common::scratch("model-run");
     let opts = TuneOptions {
         trials: 20,
         batch: 6,
-        timing: TimingOptions {
-            min_sample_secs: 0.001,
-            samples: 3,
-            timeout: Duration::from_secs(3),
-            ..TimingOptions::default()
-        },
-        dir: dir.join("build"),
-        log: Some(dir.join("records.jsonl")),
-        ..TuneOptions::default()
+        ..common::options(&dir)
     };
     let space = Space::new(&w.op, w.shapes());
     let seed_config = space.config_at(space.size() / 3);

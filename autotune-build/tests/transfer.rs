@@ -4,29 +4,17 @@
 //! operator).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use autotune_build::features::FeatureSet;
 use autotune_build::history::History;
-use autotune_build::measure::{TimingOptions, Workload};
+use autotune_build::measure::Workload;
 use autotune_build::space::Space;
 use autotune_build::tune::{self, Record, TuneOptions};
 use autotune_lang::Operator;
 
-fn workload(attr: &str, src: &str) -> Workload {
-    let item: syn::ItemFn = syn::parse_str(src).unwrap();
-    let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
-    Workload { op, spec: 0 }
-}
+mod common;
 
-const MM: &str =
-    "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-}";
-
-fn gemm(m: i64, n: i64, k: i64) -> Workload {
-    workload(&format!("specialize(M = {m}, N = {n}, K = {k})"), MM)
-}
+use common::{gemm, workload};
 
 /// Another operator type: a matrix-vector product.
 fn gemv(m: i64, k: i64) -> Workload {
@@ -39,25 +27,15 @@ fn gemv(m: i64, k: i64) -> Workload {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("transfer-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch(&format!("transfer-{name}"))
 }
 
 fn options(dir: &Path, log: &str, trials: usize) -> TuneOptions {
     TuneOptions {
         trials,
         batch: 6,
-        timing: TimingOptions {
-            min_sample_secs: 0.001,
-            samples: 3,
-            timeout: Duration::from_secs(3),
-            ..TimingOptions::default()
-        },
-        dir: dir.join("build"),
         log: Some(dir.join(log)),
-        ..TuneOptions::default()
+        ..common::options(dir)
     }
 }
 

@@ -1,47 +1,18 @@
 //! The tuning loop: fault injection (every failure class recorded while the run
 //! goes on), resuming from a record log, and small runs of each tuner.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use autotune_build::measure::{Candidate, ErrorClass, TimingOptions, Workload};
+use autotune_build::measure::{Candidate, ErrorClass, Workload};
 use autotune_build::space::Space;
-use autotune_build::tune::{self, TuneOptions};
+use autotune_build::tune;
+
+mod common;
+
+use common::{options, scratch};
 
 fn workload(m: i64, n: i64, k: i64) -> Workload {
-    let item: syn::ItemFn = syn::parse_str(
-        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }",
-    )
-    .unwrap();
-    let attr = format!("specialize(M = {m}, N = {n}, K = {k})")
-        .parse()
-        .unwrap();
-    let op = autotune_lang::parse_operator(attr, &item).unwrap();
-    Workload { op, spec: 0 }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tune-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn options(dir: &Path) -> TuneOptions {
-    TuneOptions {
-        batch: 4,
-        timing: TimingOptions {
-            min_sample_secs: 0.001,
-            samples: 3,
-            timeout: Duration::from_secs(3),
-            ..TimingOptions::default()
-        },
-        dir: dir.join("build"),
-        log: Some(dir.join("records.jsonl")),
-        ..TuneOptions::default()
-    }
+    common::gemm(m, n, k)
 }
 
 const SIG: &str = "int32_t CANDIDATE(const float *restrict in_a, const float *restrict in_b, float *restrict out)";
@@ -49,7 +20,7 @@ const SIG: &str = "int32_t CANDIDATE(const float *restrict in_a, const float *re
 #[test]
 fn every_fault_is_recorded_with_its_class() {
     let w = workload(8, 8, 8);
-    let dir = scratch("faults");
+    let dir = scratch("tune-faults");
     let opts = options(&dir);
     let space = Space::new(&w.op, w.shapes());
     let good = space.default_config(&w.op, w.shapes());
@@ -107,7 +78,7 @@ fn every_fault_is_recorded_with_its_class() {
 #[test]
 fn a_run_resumes_from_its_log() {
     let w = workload(16, 24, 8);
-    let dir = scratch("resume");
+    let dir = scratch("tune-resume");
     let mut opts = options(&dir);
     opts.trials = 5;
     let first = tune::tune(&w, &mut tune::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
@@ -136,7 +107,7 @@ fn a_run_resumes_from_its_log() {
 fn grid_and_genetic_runs_complete() {
     let w = workload(12, 32, 16);
     for (name, seed) in [("grid", 1), ("genetic", 2)] {
-        let dir = scratch(name);
+        let dir = scratch(&format!("tune-{name}"));
         let mut opts = options(&dir);
         opts.trials = 8;
         opts.early_stop = Some(100);
@@ -155,7 +126,7 @@ fn grid_and_genetic_runs_complete() {
 #[test]
 fn time_budget_and_early_stop_end_a_run() {
     let w = workload(8, 16, 8);
-    let dir = scratch("budget");
+    let dir = scratch("tune-budget");
     let mut opts = options(&dir);
     opts.trials = 1000;
     opts.early_stop = Some(3);
@@ -178,7 +149,7 @@ fn time_budget_and_early_stop_end_a_run() {
 
 #[test]
 fn a_corrupt_log_is_reported_with_its_line() {
-    let dir = scratch("corrupt");
+    let dir = scratch("tune-corrupt");
     let path = dir.join("records.jsonl");
     std::fs::write(&path, "\n{\"workload\": 3}\n").unwrap();
     let err = tune::load_log(&path).unwrap_err().to_string();

@@ -1,0 +1,50 @@
+//! Helpers shared by the tuning tests: workloads from source text, scratch
+//! directories, and tuning options with short timing.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use autotune_build::measure::{TimingOptions, Workload};
+use autotune_build::tune::TuneOptions;
+
+/// The first specialisation of the operator `src` with attribute `attr`.
+pub fn workload(attr: &str, src: &str) -> Workload {
+    let item: syn::ItemFn = syn::parse_str(src).unwrap();
+    let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
+    Workload { op, spec: 0 }
+}
+
+/// A GEMM `mm` at M×N×K.
+pub fn gemm(m: i64, n: i64, k: i64) -> Workload {
+    workload(
+        &format!("specialize(M = {m}, N = {n}, K = {k})"),
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+}
+
+/// An empty directory of the test target's scratch space.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Tuning options for tests: batches of 4, short timing, programs and the
+/// record log (`records.jsonl`) under `dir`.
+pub fn options(dir: &Path) -> TuneOptions {
+    TuneOptions {
+        batch: 4,
+        timing: TimingOptions {
+            min_sample_secs: 0.001,
+            samples: 3,
+            timeout: Duration::from_secs(3),
+            ..TimingOptions::default()
+        },
+        dir: dir.join("build"),
+        log: Some(dir.join("records.jsonl")),
+        ..TuneOptions::default()
+    }
+}
