@@ -10,7 +10,7 @@ use crate::cache::{self, Entry, Lookup};
 use crate::features::FeatureSet;
 use crate::history::{self, History};
 use crate::measure::Workload;
-use crate::model::{ModelError, Objective};
+use crate::model::Objective;
 use crate::search::{self, SearchOptions};
 use crate::space::Config;
 use crate::tune::{self, TuneOptions, Tuner};
@@ -224,6 +224,10 @@ fn tune_one(
         .filter(|_| is_local(manifest_dir)),
         ..TuneOptions::default()
     };
+    if cfg!(not(feature = "xgboost")) {
+        // Say so before reading any history for a search that cannot run.
+        return Err(Error::NoCostModel { workload: w.key() });
+    }
     // Transfer learning from the crate's records and the per-user store, unless
     // AUTOTUNE_TRANSFER=off.
     let user_store = history::user_store();
@@ -255,12 +259,9 @@ fn tune_one(
         past.as_ref(),
         seeds,
     )
-    .map_err(|e| match e {
-        ModelError::Unavailable => Error::NoCostModel { workload: w.key() },
-        e => Error::Tune {
-            workload: w.key(),
-            message: e.to_string(),
-        },
+    .map_err(|e| Error::Tune {
+        workload: w.key(),
+        message: e.to_string(),
     })?;
     let user_log = user_store.map(|d| d.join(format!("{}.jsonl", w.op.name)));
     let cores = hold_cores();
