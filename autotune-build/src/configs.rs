@@ -7,7 +7,6 @@ use std::time::Duration;
 use autotune_lang::Operator;
 
 use crate::cache::{self, Entry, Lookup};
-use crate::features::FeatureSet;
 use crate::history::{self, History};
 use crate::measure::Workload;
 use crate::model::Objective;
@@ -238,14 +237,7 @@ fn tune_one(
     let past = transfer.then(|| {
         let mut sources = vec![cache_dir.join("records")];
         sources.extend(user_store.clone());
-        let id = tune::workload_id(w);
-        let (past, problems) = History::load(
-            &sources,
-            all_ops,
-            &tune::target(),
-            Some(&id),
-            FeatureSet::Curve,
-        );
+        let (past, problems) = History::for_tuning(w, &sources, all_ops);
         for p in problems {
             warn(&format!("tuning history skipped: {p}"));
         }

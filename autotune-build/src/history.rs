@@ -209,6 +209,17 @@ impl History {
         )
     }
 
+    /// The history for tuning `w` on this machine: trials of this target at
+    /// `sources`, of `ops`, other than `w`'s own, described with curve features.
+    pub fn for_tuning(
+        w: &Workload,
+        sources: &[PathBuf],
+        ops: &[Operator],
+    ) -> (History, Vec<TuneError>) {
+        let id = tune::workload_id(w);
+        History::load(sources, ops, &tune::target(), Some(&id), FeatureSet::Curve)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.workloads.is_empty()
     }

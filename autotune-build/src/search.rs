@@ -290,10 +290,7 @@ impl ModelTuner {
         let mut current = self.score(space, &chains)?;
         if !self.fitted {
             // Scored by the global model alone: anneal on the spread of its scores.
-            let mean = current.iter().sum::<f32>() / current.len().max(1) as f32;
-            let var = current.iter().map(|p| (p - mean).powi(2)).sum::<f32>()
-                / current.len().max(1) as f32;
-            self.scale = var.sqrt().max(1e-6);
+            self.scale = spread(&current);
         }
         let start = Instant::now();
         for step in 0..self.opts.steps {
@@ -301,28 +298,20 @@ impl ModelTuner {
                 break;
             }
             let temp = self.scale * (1.0 - step as f32 / self.opts.steps as f32);
-            let next: Vec<u128> = (0..self.chains.len())
+            // A step to a config of unsensible code size is not taken.
+            let next: Vec<Option<u128>> = (0..self.chains.len())
                 .map(|c| self.neighbour(space, self.chains[c]))
-                .map(|i| {
-                    if space.sensible(&space.config_at(i)) {
-                        i
-                    } else {
-                        u128::MAX
-                    }
-                })
+                .map(|i| Some(i).filter(|&i| space.sensible(&space.config_at(i))))
                 .collect();
-            let valid: Vec<u128> = next.iter().copied().filter(|&i| i != u128::MAX).collect();
-            let scored = self.score(space, &valid)?;
-            let mut s = scored.into_iter();
-            for c in 0..self.chains.len() {
-                if next[c] == u128::MAX {
-                    continue;
-                }
+            let valid: Vec<u128> = next.iter().flatten().copied().collect();
+            let mut s = self.score(space, &valid)?.into_iter();
+            for (c, step) in next.into_iter().enumerate() {
+                let Some(next) = step else { continue };
                 let new = s.next().expect("one score per valid point");
                 let accept = new >= current[c]
                     || (temp > 0.0 && self.rng.gen::<f32>() < ((new - current[c]) / temp).exp());
                 if accept {
-                    self.chains[c] = next[c];
+                    self.chains[c] = next;
                     current[c] = new;
                 }
             }
@@ -402,12 +391,18 @@ impl ModelTuner {
         let train = self.model.predict(&data.x, data.base_margin.as_deref())?;
         self.overhead.fit += t.elapsed();
         self.overhead.fits += 1;
-        let mean = train.iter().sum::<f32>() / train.len() as f32;
-        let var = train.iter().map(|p| (p - mean).powi(2)).sum::<f32>() / train.len() as f32;
-        self.scale = var.sqrt().max(1e-6);
+        self.scale = spread(&train);
         self.scores.clear();
         Ok(())
     }
+}
+
+/// Standard deviation of scores (kept above zero): the annealing temperature's unit.
+fn spread(scores: &[f32]) -> f32 {
+    let n = scores.len().max(1) as f32;
+    let mean = scores.iter().sum::<f32>() / n;
+    let var = scores.iter().map(|p| (p - mean).powi(2)).sum::<f32>() / n;
+    var.sqrt().max(1e-6)
 }
 
 /// The global model of transfer learning: `objective` fitted on `history`

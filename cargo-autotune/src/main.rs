@@ -19,7 +19,6 @@ mod plot;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use autotune_build::features::FeatureSet;
 use autotune_build::measure::{self, TimingOptions, Workload};
 use autotune_build::space::{Config, Space};
 use autotune_build::tune::{self, TuneOptions};
@@ -335,13 +334,7 @@ fn main() -> Result<()> {
                     op: None,
                     ..target.clone()
                 })?;
-                let (past, problems) = history::History::load(
-                    &sources,
-                    &ops,
-                    &tune::target(),
-                    Some(&tune::workload_id(&w)),
-                    FeatureSet::Curve,
-                );
+                let (past, problems) = history::History::for_tuning(&w, &sources, &ops);
                 for p in problems {
                     eprintln!("warning: tuning history skipped: {p}");
                 }
