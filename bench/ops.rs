@@ -1,4 +1,5 @@
-//! The workloads of the headroom benchmark (`bench/headroom.sh`).
+//! The workloads of the benchmarks (`bench/headroom.sh`, `bench/peers.sh`, the tuner
+//! experiments); specialisations are only ever appended, since scripts name them by index.
 
 use autotune::tensor_op;
 
@@ -8,7 +9,8 @@ use autotune::tensor_op;
     specialize(M = 127, N = 255, K = 511),
     specialize(M = 1, N = 4096, K = 4096),
     specialize(M = 16, N = 4096, K = 4096),
-    specialize(M = 512, N = 512, K = 512)
+    specialize(M = 512, N = 512, K = 512),
+    specialize(M = 256, N = 256, K = 256)
 )]
 pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))

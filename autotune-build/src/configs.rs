@@ -8,7 +8,7 @@ use autotune_lang::Operator;
 
 use crate::cache::{self, Entry, Lookup};
 use crate::history::{self, History};
-use crate::measure::Workload;
+use crate::measure::{TimingOptions, Workload};
 use crate::model::Objective;
 use crate::search::{self, SearchOptions};
 use crate::space::Config;
@@ -198,6 +198,17 @@ fn hold_cores() -> HeldCores {
     }
 }
 
+/// The thread count the kernels' pool starts with: `AUTOTUNE_NUM_THREADS` if it is a
+/// positive integer, else the online CPUs (as `pool.c` decides).
+fn default_threads() -> usize {
+    std::env::var("AUTOTUNE_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(256)
+}
+
 /// Tunes one workload within the environment's budget, checks the winner
 /// (every trial is checked against the reference before it counts) and writes
 /// it to the cache when the package is local.
@@ -222,6 +233,15 @@ fn tune_one(
         )
         .filter(|_| is_local(manifest_dir)),
         ..TuneOptions::default()
+    };
+    // Time with the threads the shipped kernel will use (the pool's default), so a
+    // serial schedule cannot win on a multi-core machine.
+    let opts = TuneOptions {
+        timing: TimingOptions {
+            threads: default_threads(),
+            ..opts.timing
+        },
+        ..opts
     };
     if cfg!(not(feature = "xgboost")) {
         // Say so before reading any history for a search that cannot run.

@@ -7,6 +7,9 @@
 //! - `op_reference` / `op_reference_into`: the naive Rust reference;
 //! - a hidden `__autotune_op` that checks shapes once and runs either side.
 //!
+//! `kernel_threads!()` emits `set_num_threads` / `num_threads` for the calling
+//! package's thread pool (each package links its own).
+//!
 //! The kernels themselves come from the build script (`autotune-build`); the
 //! expansion declares them `extern "C"` under names from `autotune_lang::mangle`
 //! and never reads a file.
@@ -28,6 +31,46 @@ pub fn tensor_op(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(op) => expand(&op, &item).into(),
         Err(e) => e.to_compile_error().into(),
     }
+}
+
+/// Emits `pub fn set_num_threads(n: usize)` and `pub fn num_threads() -> usize`,
+/// which control the thread pool that this package's kernels share. The pool is
+/// compiled by the package's build script with its kernels, so the package must
+/// have at least one `#[tensor_op]`.
+#[proc_macro]
+pub fn kernel_threads(input: TokenStream) -> TokenStream {
+    if !input.is_empty() {
+        return syn::Error::new(Span::call_site(), "kernel_threads!() takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let prefix = mangle::runtime_prefix(&Package::from_env());
+    let set = format!("{prefix}_set_num_threads");
+    let get = format!("{prefix}_num_threads");
+    quote! {
+        /// Sets how many threads this package's kernels use from now on (clamped to
+        /// at least 1). The default is `AUTOTUNE_NUM_THREADS`, else every online CPU.
+        pub fn set_num_threads(n: usize) {
+            extern "C" {
+                #[link_name = #set]
+                fn __set(n: i32);
+            }
+            let n = i32::try_from(n).unwrap_or(i32::MAX);
+            // SAFETY: the pool's setter takes any value and clamps it.
+            unsafe { __set(n) }
+        }
+
+        /// The number of threads this package's kernels use.
+        pub fn num_threads() -> usize {
+            extern "C" {
+                #[link_name = #get]
+                fn __get() -> i32;
+            }
+            // SAFETY: a plain getter; the pool initialises itself on first use.
+            unsafe { __get() }.max(1) as usize
+        }
+    }
+    .into()
 }
 
 /// `__s_M`: the local holding a shape variable's value (`i64`).

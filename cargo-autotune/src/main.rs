@@ -67,8 +67,15 @@ enum Command {
         #[command(flatten)]
         target: Target,
         /// The config (`knob=value` pairs); the space's default when omitted.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "cached")]
         config: Option<String>,
+        /// Time the config the tuning cache holds for this workload and target
+        /// (what a build ships).
+        #[arg(long)]
+        cached: bool,
+        /// The tuning cache directory (with --cached).
+        #[arg(long, default_value = "tuning-cache")]
+        cache: PathBuf,
         /// Threads of the kernel's thread pool.
         #[arg(long, default_value_t = 1)]
         threads: usize,
@@ -265,6 +272,8 @@ fn main() -> Result<()> {
         Command::Bench {
             target,
             config,
+            cached,
+            cache,
             threads,
             flush,
             samples,
@@ -274,6 +283,18 @@ fn main() -> Result<()> {
             let space = Space::new(&w.op, w.shapes());
             let config = match config {
                 Some(text) => text.parse::<Config>().map_err(anyhow::Error::msg)?,
+                None if cached => {
+                    let entries = cache::load(&cache, &w.op.name)?;
+                    match cache::lookup(&entries, &tune::workload_id(&w), &tune::target()) {
+                        cache::Lookup::Hit(e) => e.config,
+                        _ => anyhow::bail!(
+                            "{} has no current entry for {} in {}",
+                            w.key(),
+                            tune::target(),
+                            cache.display()
+                        ),
+                    }
+                }
                 None => space.default_config(&w.op, w.shapes()),
             };
             space.index_of(&config).with_context(|| {

@@ -20,7 +20,7 @@ mod tensor;
 #[doc(hidden)]
 pub mod __private;
 
-pub use autotune_macros::tensor_op;
+pub use autotune_macros::{kernel_threads, tensor_op};
 pub use error::Error;
 pub use tensor::{
     Element, IntoTensorMut, IntoTensorRef, NotContiguous, Tensor, TensorMut, TensorRef,

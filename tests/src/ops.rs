@@ -2,6 +2,8 @@
 
 use autotune::tensor_op;
 
+autotune::kernel_threads!();
+
 /// C = A·B.
 #[tensor_op(specialize(M = 64, N = 48, K = 32), specialize(M = 1, N = 17, K = 127))]
 pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {

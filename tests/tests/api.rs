@@ -183,3 +183,18 @@ fn out_of_bounds_reads_are_refused_not_performed() {
     .unwrap_err();
     assert!(matches!(err, Error::OutOfBounds { .. }));
 }
+
+#[test]
+fn thread_count_is_set_and_does_not_change_results() {
+    let a: Tensor<f32, 2> = random([64, 32], 1);
+    let b: Tensor<f32, 2> = random([32, 48], 2);
+    ops::set_num_threads(3);
+    assert_eq!(ops::num_threads(), 3);
+    let three = ops::matmul(&a, &b).unwrap();
+    ops::set_num_threads(0); // clamped to one
+    assert_eq!(ops::num_threads(), 1);
+    let one = ops::matmul(&a, &b).unwrap();
+    // Threads split output rows, never a sum: the results are bit-identical.
+    assert_eq!(three.data(), one.data());
+    assert_close(&one, &ops::matmul_reference(&a, &b).unwrap(), "matmul");
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Peer benchmark suite: autotune's tuned kernels beside the peers, in one run on this
+# machine, 1 and 2 threads. Writes bench/results/peers-<time>/ (run.log holds every
+# figure); `python3 bench/peers_report.py DIR` prints the tables of docs/performance.md.
+#   bash bench/peers.sh
+# - GEMM 256³, 512³, 1024³, 127×255×511, 1×4096², 16×4096²: autotune (`cargo autotune
+#   bench --cached`: the config in bench/tuning-cache, timed by the same harness the tuner
+#   uses) vs OpenBLAS (Debian), the `gemm` and `matrixmultiply` crates (../shared/peers).
+# - the twelve ResNet-18 conv layers C1-C12: the resnet18 example's kernels (`--layers`)
+#   vs im2col+OpenBLAS, oneDNN (Debian) and ONNX Runtime (PyPI).
+# - ResNet-18 end to end: the example vs ONNX Runtime on the same weights and input.
+# Peers that need system packages or PyPI are installed here when missing.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="${PEERS:-$ROOT/../shared/peers}"
+BUILD=/tmp/autotune-peers
+VENV="${VENV:-/tmp/autotune-peers-venv}"
+OUT="${OUT:-$ROOT/bench/results/peers-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$BUILD" "$OUT"
+
+need=()
+for p in libopenblas-dev libdnnl-dev python3-venv; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+if ((${#need[@]})); then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
+if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
+fi
+
+# Everything is built before anything is timed (2 cores: a build would disturb timing).
+CFLAGS="-O3 -march=native"
+gcc $CFLAGS -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+gcc $CFLAGS -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
+gcc $CFLAGS -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm
+g++ $CFLAGS -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
+(cd "$PEERS/rust-gemm" && RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR="$BUILD/rust-gemm" \
+  cargo build --release -q --features x86-v4)
+RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
+(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
+# From the committed cache only: a miss fails the build instead of tuning.
+(cd "$ROOT" && AUTOTUNE=locked cargo build --release -q -p resnet18)
+AT="$ROOT/target/release/cargo-autotune autotune"
+RESNET="$ROOT/target/release/resnet18"
+"$RESNET" --threads 1 --export "$OUT/model" > /dev/null
+# Compile each GEMM measurement program now, outside the timed part.
+for spec in 5 0 2 3 4 6; do
+  $AT bench --file "$ROOT/bench/ops.rs" --op gemm --spec "$spec" --cached --cache "$ROOT/bench/tuning-cache" \
+    --samples 1 --dir "$BUILD/at-gemm-$spec" > /dev/null
+done
+
+SHAPES="256x256x256 512x512x512 1024x1024x1024 127x255x511 1x4096x4096 16x4096x4096"
+SPECS="6 5 0 2 3 4" # bench/ops.rs `gemm` specialisations, in the order of SHAPES
+LAYERS="3,224,64,7,2,3 64,56,64,3,1,1 64,56,64,1,1,0 64,56,128,3,2,1 64,56,128,1,2,0 128,28,128,3,1,1
+ 128,28,256,3,2,1 128,28,256,1,2,0 256,14,256,3,1,1 256,14,512,3,2,1 256,14,512,1,2,0 512,7,512,3,1,1"
+NOBLASENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
+OMPBIND="env OMP_PROC_BIND=true OMP_PLACES=cores"
+unset OMP_PROC_BIND OMP_PLACES
+
+exec > >(tee "$OUT/run.log") 2>&1
+echo "# peer suite $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD)"
+lscpu | grep -E 'Model name|^CPU\(s\)|L1d|L2|L3'
+echo "gcc: $(gcc --version | head -1); rustc: $(rustc --version)"
+echo "openblas: $(dpkg -s libopenblas0-pthread 2>/dev/null | grep ^Version || true); onednn: $(dpkg -s libdnnl2 2>/dev/null | grep ^Version || true)"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for nt in 1 2; do
+  if [ $nt = 1 ]; then PIN="taskset -c 1"; else PIN="taskset -c 0,1"; fi
+  echo "## $nt thread(s)"
+  $BUILD/peak $nt | grep fma512
+  echo "# GEMM"
+  set -- $SPECS
+  for shape in $SHAPES; do
+    echo "autotune gemm $shape:"
+    $PIN $AT bench --file "$ROOT/bench/ops.rs" --op gemm --spec "$1" --cached --cache "$ROOT/bench/tuning-cache" \
+      --threads "$nt" --samples 9 --dir "$BUILD/at-gemm-$1" | tail -1
+    shift
+  done
+  $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
+  $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
+  $PIN $RUSTGEMM gemm $nt $SHAPES
+  MATMUL_NUM_THREADS=$nt $PIN $RUSTGEMM mm $nt $SHAPES
+  echo "# ResNet-18 and its conv layers"
+  $PIN "$RESNET" --layers --threads $nt
+  $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$OUT/model" $nt
+  $NOBLASENV OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$nt OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/conv_bench im2col_openblas $nt $LAYERS
+  OMP_NUM_THREADS=$nt $OMPBIND $PIN $BUILD/dnnl_conv direct $LAYERS
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "results: $OUT"

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Turns a bench/peers.sh run into the markdown tables of docs/performance.md.
+
+Usage: python3 bench/peers_report.py bench/results/peers-<time>   (reads run.log)
+All figures are GFLOP/s medians unless marked ms; "vs best" is autotune's speed over the
+fastest peer of the row (above 1.00× autotune is faster).
+"""
+import re
+import sys
+
+text = open(f"{sys.argv[1]}/run.log").read()
+sections = re.split(r"^## (\d) thread\(s\)$", text, flags=re.M)
+SHAPES = ["256x256x256", "512x512x512", "1024x1024x1024", "127x255x511", "1x4096x4096", "16x4096x4096"]
+LAYERS = [  # name, C, H, K, R, stride, pad
+    ("C1", 3, 224, 64, 7, 2, 3), ("C2", 64, 56, 64, 3, 1, 1), ("C3", 64, 56, 64, 1, 1, 0),
+    ("C4", 64, 56, 128, 3, 2, 1), ("C5", 64, 56, 128, 1, 2, 0), ("C6", 128, 28, 128, 3, 1, 1),
+    ("C7", 128, 28, 256, 3, 2, 1), ("C8", 128, 28, 256, 1, 2, 0), ("C9", 256, 14, 256, 3, 1, 1),
+    ("C10", 256, 14, 512, 3, 2, 1), ("C11", 256, 14, 512, 1, 2, 0), ("C12", 512, 7, 512, 3, 1, 1),
+]
+
+
+def num(pattern, sec):
+    m = re.search(pattern, sec)
+    return float(m.group(1)) if m else None
+
+
+def fmt(x):
+    return "—" if x is None else f"{x:.1f}"
+
+
+def ratio(a, peers):
+    peers = [p for p in peers if p]
+    return f"{a / max(peers):.2f}×" if a and peers else "—"
+
+
+for i in range(1, len(sections), 2):
+    nt, sec = int(sections[i]), sections[i + 1]
+    plural = "s" if nt > 1 else ""
+    peak = num(r"fma512_zmm GFLOP/s total .*?median=([\d.]+)", sec)
+    print(f"\n### GEMM, {nt} thread{plural} (FMA peak {fmt(peak)} GFLOP/s)\n")
+    print("| M×N×K | autotune | OpenBLAS | `gemm` 0.19 | `matrixmultiply` 0.3 | autotune vs best peer |")
+    print("|---|---|---|---|---|---|")
+    for shape in SHAPES:
+        m, n, k = shape.split("x")
+        key = rf"threads={nt} M={m} N={n} K={k} gflops_med=([\d.]+)"
+        a = num(rf"autotune gemm {shape}:\n([\d.]+) GFLOP/s", sec)
+        blas = num(r"peer=openblas " + key, sec)
+        gemv = num(r"peer=openblas_gemv " + key, sec) if m == "1" else None
+        gemm = num(r"peer=gemm-[^ ]* " + key, sec)
+        mm = num(r"peer=matrixmultiply-[^ ]* " + key, sec)
+        blas_s = fmt(blas) + (f" (sgemv {gemv:.1f})" if gemv else "")
+        print(f"| {shape} | **{fmt(a)}** | {blas_s} | {fmt(gemm)} | {fmt(mm)} | {ratio(a, [blas, gemv, gemm, mm])} |")
+
+    print(f"\n### ResNet-18 conv layers, {nt} thread{plural} (GFLOP/s over padded taps; autotune ms)\n")
+    print("| layer | C→K, H, R/stride | autotune | ms | im2col+OpenBLAS | oneDNN | ONNX Runtime | autotune vs best peer |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, c, h, k, r, st, pad in LAYERS:
+        m = re.search(rf"layer {name} threads={nt}:\s+([\d.]+) ms\s+([\d.]+) GFLOP/s", sec)
+        ms, a = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+        key = rf"threads={nt} C={c} H={h} W={h} K={k} R={r} S={r} stride={st} pad={pad} gflops_med=([\d.]+)"
+        i2c = num(r"peer=im2col_openblas " + key, sec)
+        dnn = num(r"peer=onednn-direct " + key, sec)
+        ort = num(rf"RESULT ort layer {name} threads={nt} ms=[\d.]+ gflops=([\d.]+)", sec)
+        print(f"| {name} | {c}→{k}, {h}², {r}×{r}/{st} | **{fmt(a)}** | {ms:.3f} | {fmt(i2c)} | {fmt(dnn)} | {fmt(ort)} | {ratio(a, [i2c, dnn, ort])} |")
+
+    ours = num(rf"network threads={nt}:\s+([\d.]+) ms", sec)
+    ort = num(rf"RESULT ort net threads={nt} ms=([\d.]+)", sec)
+    print(f"\n**ResNet-18 end to end, {nt} thread{plural}:** autotune **{ours:.2f} ms**, "
+          f"ONNX Runtime {ort:.2f} ms: autotune {ort / ours:.2f}× ONNX Runtime's speed.")
+
+check = re.search(r"RESULT ort check (.*)", text)
+if check:
+    print(f"\nSame network: ONNX Runtime on the exported weights vs the example's logits: {check.group(1)}.")

@@ -1,0 +1,248 @@
+//! Batch-1 ResNet-18 inference from autotune kernels: checks the network against a
+//! forward pass built from the operators' naive references, then prints the latency
+//! (median of repeats) on one thread and on every core.
+//!
+//! `resnet18 [--layers] [--threads 1,2] [--export DIR]`
+//! - `--layers`: also time each of the twelve conv layers C1–C12 of the AutoTVM paper's
+//!   table with the network's kernels;
+//! - `--threads`: the thread counts to time (default: 1 and all CPUs);
+//! - `--export DIR`: write the weights, the input and the logits for the peer benchmark.
+
+mod net;
+mod ops;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use net::{Impl, ResNet18};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Median seconds per call over at least `min_samples` calls lasting `min` in total.
+fn time(min: Duration, min_samples: usize, mut f: impl FnMut()) -> f64 {
+    f(); // warm-up
+    f();
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    while samples.len() < min_samples || (start.elapsed() < min && samples.len() < 1000) {
+        let t = Instant::now();
+        f();
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+struct Args {
+    layers: bool,
+    threads: Vec<usize>,
+    export: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut args = Args {
+        layers: false,
+        threads: if all > 1 { vec![1, all] } else { vec![1] },
+        export: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--layers" => args.layers = true,
+            "--threads" => {
+                let v = it.next().ok_or("--threads needs a list, e.g. 1,2")?;
+                args.threads = v
+                    .split(',')
+                    .map(|t| t.trim().parse().ok().filter(|&n: &usize| n > 0))
+                    .collect::<Option<_>>()
+                    .ok_or(format!("--threads: `{v}` is not a list of positive integers"))?;
+            }
+            "--export" => args.export = Some(it.next().ok_or("--export needs a directory")?.into()),
+            _ => return Err(format!("unknown argument `{a}` (expected --layers, --threads LIST, --export DIR)")),
+        }
+    }
+    Ok(args)
+}
+
+fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
+    (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
+}
+
+/// One conv layer of the AutoTVM paper's ResNet-18 table, run with its kernel.
+struct Layer {
+    name: &'static str,
+    what: String,
+    flop: f64,
+    run: Box<dyn FnMut()>,
+}
+
+/// C1–C12 with random data: (name, C, H, K, kernel, stride).
+fn layers() -> Vec<Layer> {
+    const TABLE: [(&str, usize, usize, usize, usize, usize); 12] = [
+        ("C1", 3, 224, 64, 7, 2),
+        ("C2", 64, 56, 64, 3, 1),
+        ("C3", 64, 56, 64, 1, 1),
+        ("C4", 64, 56, 128, 3, 2),
+        ("C5", 64, 56, 128, 1, 2),
+        ("C6", 128, 28, 128, 3, 1),
+        ("C7", 128, 28, 256, 3, 2),
+        ("C8", 128, 28, 256, 1, 2),
+        ("C9", 256, 14, 256, 3, 1),
+        ("C10", 256, 14, 512, 3, 2),
+        ("C11", 256, 14, 512, 1, 2),
+        ("C12", 512, 7, 512, 3, 1),
+    ];
+    let mut rng = StdRng::seed_from_u64(7);
+    TABLE
+        .iter()
+        .map(|&(name, c, h, k, r, st)| {
+            let o = h / st;
+            let x = random(&mut rng, c * h * h);
+            let w = random(&mut rng, k * c * r * r);
+            let b = random(&mut rng, k);
+            let mut y = vec![0.0f32; k * o * o];
+            let (what, run): (&str, Box<dyn FnMut()>) = match (r, st) {
+                (7, 2) => ("conv7x7s2_relu", Box::new(move || {
+                    ops::conv7x7s2_relu_into((&x, [c, h, h]), (&w, [k, c, 7, 7]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
+                })),
+                (3, 1) => ("conv3x3_relu", Box::new(move || {
+                    ops::conv3x3_relu_into((&x, [c, h, h]), (&w, [k, c, 3, 3]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
+                })),
+                (3, 2) => ("conv3x3s2_relu", Box::new(move || {
+                    ops::conv3x3s2_relu_into((&x, [c, h, h]), (&w, [k, c, 3, 3]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
+                })),
+                (1, 2) => ("conv1x1s2_bias", Box::new(move || {
+                    ops::conv1x1s2_bias_into((&x, [c, h, h]), (&w, [k, c]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
+                })),
+                _ => ("conv1x1_bias", Box::new(move || {
+                    ops::conv1x1_bias_into((&x, [c, h, h]), (&w, [k, c]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
+                })),
+            };
+            Layer {
+                name,
+                what: format!("{what} C{c} {h}x{h} K{k}"),
+                flop: 2.0 * (k * o * o * c * r * r) as f64,
+                run,
+            }
+        })
+        .collect()
+}
+
+/// The logits of the kernels and of the naive references for one input.
+fn forward_both(net: &ResNet18, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let kernels = net.forward(input, &mut net.workspace(), Impl::Kernels).to_vec();
+    let reference = net.forward(input, &mut net.workspace(), Impl::Reference).to_vec();
+    (kernels, reference)
+}
+
+/// Whether the kernels' logits match the reference's: within 1e-3 of the largest logit
+/// (the two sum in different orders) and the same class.
+fn compare(logits: &[f32], reference: &[f32]) -> Result<String, String> {
+    let scale = reference.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let max_err = logits
+        .iter()
+        .zip(reference)
+        .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+    let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let (class, ref_class) = (argmax(logits), argmax(reference));
+    if max_err <= 1e-3 * scale && class == ref_class && logits.len() == reference.len() {
+        Ok(format!(
+            "logits match the reference (max |error| {max_err:.1e} of max |logit| {scale:.2}; \
+             class {} both)",
+            class.unwrap_or(0)
+        ))
+    } else {
+        Err(format!(
+            "the kernels differ from the reference forward pass: max |error| {max_err:e} \
+             of max |logit| {scale}, classes {class:?} vs {ref_class:?}"
+        ))
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("resnet18: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let net = ResNet18::random(2018);
+    let mut rng = StdRng::seed_from_u64(1);
+    let input = random(&mut rng, net::INPUT.iter().product());
+
+    let mut ws = net.workspace();
+    let t = Instant::now();
+    let (logits, reference) = forward_both(&net, &input);
+    let ref_secs = t.elapsed().as_secs_f64();
+    match compare(&logits, &reference) {
+        Ok(summary) => println!(
+            "resnet18 batch 1, 224x224x3 f32 ({:.2} GFLOP): {summary}",
+            net.flop() / 1e9
+        ),
+        Err(e) => {
+            eprintln!("resnet18: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(dir) = &args.export {
+        if let Err(e) = net.export(dir, &input, &logits) {
+            eprintln!("resnet18: cannot write {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+        println!("wrote the weights, input and logits to {}", dir.display());
+    }
+
+    println!(
+        "the check (kernels and naive reference, one pass each) took {:.0} ms",
+        ref_secs * 1e3
+    );
+    let mut layer_list = if args.layers { layers() } else { Vec::new() };
+    for &nt in &args.threads {
+        ops::set_num_threads(nt);
+        let secs = time(Duration::from_secs(3), 20, || {
+            net.forward(&input, &mut ws, Impl::Kernels);
+        });
+        println!(
+            "network threads={nt}: {:8.3} ms  {:6.1} GFLOP/s  (median)",
+            secs * 1e3,
+            net.flop() / secs / 1e9
+        );
+        for l in &mut layer_list {
+            let secs = time(Duration::from_millis(500), 20, &mut l.run);
+            println!(
+                "layer {} threads={nt}: {:8.3} ms  {:6.1} GFLOP/s  ({})",
+                l.name,
+                secs * 1e3,
+                l.flop / secs / 1e9,
+                l.what
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_matches_reference() {
+        let net = ResNet18::random(2018);
+        let mut rng = StdRng::seed_from_u64(3);
+        let input = random(&mut rng, net::INPUT.iter().product());
+        let (logits, reference) = forward_both(&net, &input);
+        compare(&logits, &reference).unwrap();
+    }
+
+    #[test]
+    fn compare_rejects_a_wrong_logit() {
+        let reference: Vec<f32> = (0..10).map(|i| i as f32).collect();
+        let mut wrong = reference.clone();
+        wrong[3] += 0.1;
+        assert!(compare(&reference, &reference).is_ok());
+        assert!(compare(&wrong, &reference).is_err());
+    }
+}

@@ -1,0 +1,248 @@
+//! ResNet-18 (batch 1, 224×224×3, ImageNet head) with random weights and batch norm
+//! folded into the convolutions, run either with the generated kernels or with the
+//! operators' naive references.
+
+use std::io::Write;
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::ops;
+
+/// Which implementation of the operators a forward pass uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Impl {
+    Kernels,
+    Reference,
+}
+
+/// Calls `$op` (the kernel) or `$reference`, with the same arguments.
+macro_rules! run {
+    ($imp:expr, $op:ident | $reference:ident, $($arg:expr),* $(,)?) => {
+        match $imp {
+            Impl::Kernels => ops::$op($($arg),*),
+            Impl::Reference => ops::$reference($($arg),*),
+        }
+        .expect("the network's shapes match its operators")
+    };
+}
+
+/// A convolution with batch norm folded in: `w` is `[k][c][r][r]`, `b` is `[k]`.
+pub struct Conv {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub c: usize,
+    pub k: usize,
+    pub r: usize,
+}
+
+impl Conv {
+    /// He-initialised weights, then a random batch norm (γ, β, mean, variance) folded
+    /// into them: `w·γ/√(var+ε)` and `β − mean·γ/√(var+ε)`.
+    fn random(rng: &mut StdRng, c: usize, k: usize, r: usize) -> Conv {
+        let fan_in = (c * r * r) as f32;
+        let a = (6.0 / fan_in).sqrt();
+        let mut w: Vec<f32> = (0..k * c * r * r).map(|_| rng.gen_range(-a..a)).collect();
+        let mut b = vec![0.0; k];
+        let per_k = c * r * r;
+        for (kk, bias) in b.iter_mut().enumerate() {
+            let gamma: f32 = rng.gen_range(0.5..1.5);
+            let beta: f32 = rng.gen_range(-0.1..0.1);
+            let mean: f32 = rng.gen_range(-0.1..0.1);
+            let var: f32 = rng.gen_range(0.5..1.5);
+            let scale = gamma / (var + 1e-5).sqrt();
+            for x in &mut w[kk * per_k..(kk + 1) * per_k] {
+                *x *= scale;
+            }
+            *bias = beta - mean * scale;
+        }
+        Conv { w, b, c, k, r }
+    }
+
+    /// FLOP of one call at output size `oh`×`ow`, padded taps included (as the peers
+    /// count them).
+    pub fn flop(&self, oh: usize, ow: usize) -> f64 {
+        2.0 * (self.k * oh * ow * self.c * self.r * self.r) as f64
+    }
+}
+
+/// A basic residual block: conv 3×3 (stride 1 or 2) + ReLU, conv 3×3 + shortcut + ReLU;
+/// the shortcut is a strided conv 1×1 when the block halves the resolution.
+pub struct Block {
+    pub conv1: Conv,
+    pub conv2: Conv,
+    pub down: Option<Conv>,
+    /// Input channels and resolution.
+    pub c: usize,
+    pub h: usize,
+}
+
+impl Block {
+    pub fn k(&self) -> usize {
+        self.conv2.k
+    }
+    /// Output resolution.
+    pub fn oh(&self) -> usize {
+        if self.down.is_some() {
+            self.h / 2
+        } else {
+            self.h
+        }
+    }
+}
+
+pub struct ResNet18 {
+    pub stem: Conv,
+    pub blocks: Vec<Block>,
+    /// Classifier `[1000][512]` and its bias.
+    pub fc_w: Vec<f32>,
+    pub fc_b: Vec<f32>,
+}
+
+pub const INPUT: [usize; 3] = [3, 224, 224];
+pub const CLASSES: usize = 1000;
+
+/// Activations of one forward pass, allocated once.
+pub struct Workspace {
+    stem: Vec<f32>,
+    pool: Vec<f32>,
+    /// Per block: conv1's output, the shortcut (downsampling blocks), the output.
+    mid: Vec<Vec<f32>>,
+    short: Vec<Vec<f32>>,
+    out: Vec<Vec<f32>>,
+    avg: Vec<f32>,
+    logits: Vec<f32>,
+}
+
+impl ResNet18 {
+    pub fn random(seed: u64) -> ResNet18 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let stem = Conv::random(&mut rng, 3, 64, 7);
+        let mut blocks = Vec::new();
+        let (mut c, mut h) = (64, 56);
+        for (stage, k) in [64, 128, 256, 512].into_iter().enumerate() {
+            for i in 0..2 {
+                let halve = stage > 0 && i == 0;
+                let conv1 = Conv::random(&mut rng, c, k, 3);
+                let conv2 = Conv::random(&mut rng, k, k, 3);
+                let down = halve.then(|| Conv::random(&mut rng, c, k, 1));
+                let block = Block { conv1, conv2, down, c, h };
+                (c, h) = (k, block.oh());
+                blocks.push(block);
+            }
+        }
+        let a = (6.0f32 / 512.0).sqrt();
+        let fc_w = (0..CLASSES * 512).map(|_| rng.gen_range(-a..a)).collect();
+        let fc_b = (0..CLASSES).map(|_| rng.gen_range(-0.1..0.1)).collect();
+        ResNet18 {
+            stem,
+            blocks,
+            fc_w,
+            fc_b,
+        }
+    }
+
+    pub fn workspace(&self) -> Workspace {
+        let sq = |k: usize, h: usize| vec![0.0; k * h * h];
+        Workspace {
+            stem: sq(64, 112),
+            pool: sq(64, 56),
+            mid: self.blocks.iter().map(|b| sq(b.k(), b.oh())).collect(),
+            short: self
+                .blocks
+                .iter()
+                .map(|b| if b.down.is_some() { sq(b.k(), b.oh()) } else { Vec::new() })
+                .collect(),
+            out: self.blocks.iter().map(|b| sq(b.k(), b.oh())).collect(),
+            avg: vec![0.0; 512],
+            logits: vec![0.0; CLASSES],
+        }
+    }
+
+    /// FLOP of one forward pass (multiply-adds of every conv and the classifier, as 2).
+    pub fn flop(&self) -> f64 {
+        let mut f = self.stem.flop(112, 112) + 2.0 * (CLASSES * 512) as f64;
+        for b in &self.blocks {
+            let o = b.oh();
+            f += b.conv1.flop(o, o) + b.conv2.flop(o, o);
+            f += b.down.as_ref().map_or(0.0, |d| d.flop(o, o));
+        }
+        f
+    }
+
+    /// The logits for one image `[3][224][224]`.
+    pub fn forward<'w>(&self, x: &[f32], ws: &'w mut Workspace, imp: Impl) -> &'w [f32] {
+        let s = &self.stem;
+        run!(imp, conv7x7s2_relu_into | conv7x7s2_relu_reference_into,
+            (x, INPUT), (&s.w, [64, 3, 7, 7]), (&s.b, [64]), (&mut ws.stem, [64, 112, 112]));
+        run!(imp, max_pool3x3s2_into | max_pool3x3s2_reference_into,
+            (&ws.stem, [64, 112, 112]), (&mut ws.pool, [64, 56, 56]));
+        for (i, b) in self.blocks.iter().enumerate() {
+            let (done, rest) = ws.out.split_at_mut(i);
+            let input: &[f32] = if i == 0 { &ws.pool } else { &done[i - 1] };
+            let (c, h, k, o) = (b.c, b.h, b.k(), b.oh());
+            let (w1, b1) = (&b.conv1.w, &b.conv1.b);
+            let mid = &mut ws.mid[i];
+            let shortcut: &[f32] = match &b.down {
+                Some(d) => {
+                    run!(imp, conv3x3s2_relu_into | conv3x3s2_relu_reference_into,
+                        (input, [c, h, h]), (w1, [k, c, 3, 3]), (b1, [k]), (&mut *mid, [k, o, o]));
+                    run!(imp, conv1x1s2_bias_into | conv1x1s2_bias_reference_into,
+                        (input, [c, h, h]), (&d.w, [k, c]), (&d.b, [k]),
+                        (&mut ws.short[i], [k, o, o]));
+                    &ws.short[i]
+                }
+                None => {
+                    run!(imp, conv3x3_relu_into | conv3x3_relu_reference_into,
+                        (input, [c, h, h]), (w1, [k, c, 3, 3]), (b1, [k]), (&mut *mid, [k, o, o]));
+                    input
+                }
+            };
+            let (w2, b2) = (&b.conv2.w, &b.conv2.b);
+            run!(imp, conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
+                (&ws.mid[i], [k, o, o]), (w2, [k, k, 3, 3]), (b2, [k]), (shortcut, [k, o, o]),
+                (&mut rest[0], [k, o, o]));
+        }
+        run!(imp, global_avg_pool_into | global_avg_pool_reference_into,
+            (&ws.out[7], [512, 7, 7]), (&mut ws.avg, [512]));
+        run!(imp, dense_bias_into | dense_bias_reference_into,
+            (&ws.avg, [512]), (&self.fc_w, [CLASSES, 512]), (&self.fc_b, [CLASSES]),
+            (&mut ws.logits, [CLASSES]));
+        &ws.logits
+    }
+
+    /// Writes the folded weights, an input and its logits for the peer benchmark
+    /// (`bench/peers/`): `resnet18.bin` holds the tensors as little-endian f32, one
+    /// after the other, in the order `resnet18.txt` lists them (`name dim×dim…` per line).
+    pub fn export(&self, dir: &Path, input: &[f32], logits: &[f32]) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut bin = std::io::BufWriter::new(std::fs::File::create(dir.join("resnet18.bin"))?);
+        let mut txt = String::new();
+        let mut put = |name: &str, dims: &[usize], data: &[f32]| -> std::io::Result<()> {
+            debug_assert_eq!(dims.iter().product::<usize>(), data.len());
+            let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+            txt += &format!("{name} {}\n", dims.join("x"));
+            data.iter().try_for_each(|x| bin.write_all(&x.to_le_bytes()))
+        };
+        let conv = |name: &str, c: &Conv, put: &mut dyn FnMut(&str, &[usize], &[f32]) -> std::io::Result<()>| {
+            put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.w)?;
+            put(&format!("{name}.b"), &[c.k], &c.b)
+        };
+        put("input", &[1, 3, 224, 224], input)?;
+        conv("stem", &self.stem, &mut put)?;
+        for (i, b) in self.blocks.iter().enumerate() {
+            conv(&format!("block{i}.conv1"), &b.conv1, &mut put)?;
+            conv(&format!("block{i}.conv2"), &b.conv2, &mut put)?;
+            if let Some(d) = &b.down {
+                conv(&format!("block{i}.down"), d, &mut put)?;
+            }
+        }
+        put("fc.w", &[CLASSES, 512], &self.fc_w)?;
+        put("fc.b", &[CLASSES], &self.fc_b)?;
+        put("logits", &[1, CLASSES], logits)?;
+        drop(put);
+        bin.flush()?;
+        std::fs::write(dir.join("resnet18.txt"), txt)
+    }
+}
