@@ -73,10 +73,23 @@ pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {
         let _ = writeln!(
             s,
             "typedef {t} at_v{lanes} __attribute__((vector_size({bytes})));\n\
-             typedef {t} at_v{lanes}u __attribute__((vector_size({bytes}), aligned({})));",
-            dtype.size()
+             typedef {t} at_v{lanes}u __attribute__((vector_size({bytes}), aligned({})));\n\
+             typedef int{}_t at_v{lanes}i __attribute__((vector_size({bytes})));",
+            dtype.size(),
+            dtype.size() * 8
         );
     }
+    // fmax/fmin semantics (a NaN operand loses) without libm: GCC calls fmaxf unless
+    // math is finite-only; these inline to a compare and a blend, and vectorise.
+    let _ = write!(
+        s,
+        "static inline {t} at_max({t} a, {t} b) {{ return a > b || b != b ? a : b; }}\n\
+         static inline {t} at_min({t} a, {t} b) {{ return a < b || b != b ? a : b; }}\n\
+         #define at_vmax(T, a, b) ({{ T a__ = (a), b__ = (b); T##i m__ = (a__ > b__) | (b__ != b__); \
+         (T)(((T##i)a__ & m__) | ((T##i)b__ & ~m__)); }})\n\
+         #define at_vmin(T, a, b) ({{ T a__ = (a), b__ = (b); T##i m__ = (a__ < b__) | (b__ != b__); \
+         (T)(((T##i)a__ & m__) | ((T##i)b__ & ~m__)); }})\n"
+    );
     let _ = write!(
         s,
         "\nint32_t {runtime}_isa_level(void);\n\
@@ -583,13 +596,12 @@ impl Writer {
                     BinaryOp::Mul => infix("*"),
                     BinaryOp::Div => infix("/"),
                     BinaryOp::Max | BinaryOp::Min => {
-                        let name = if *op == BinaryOp::Max { "fmax" } else { "fmin" };
+                        let name = if *op == BinaryOp::Max { "max" } else { "min" };
+                        let (a, b) = (self.widen(a.clone(), lanes), self.widen(b.clone(), lanes));
                         if lanes == 1 {
-                            format!("{name}{f}({}, {})", a.0, b.0)
+                            format!("at_{name}({a}, {b})")
                         } else {
-                            self.lanewise(lanes, &[a.clone(), b.clone()], |x| {
-                                format!("{name}{f}({}, {})", x[0], x[1])
-                            })
+                            format!("at_v{name}({}, {a}, {b})", self.vtype(lanes))
                         }
                     }
                 };

@@ -142,7 +142,7 @@ impl ModelTuner {
     /// space (or not sensible there) are ignored.
     pub fn with_seeds(mut self, space: &Space, configs: &[Config]) -> ModelTuner {
         for c in configs {
-            if let Ok(i) = space.index_of(c) {
+            if let Ok(i) = space.index_of(c).map(|i| space.canonical(i)) {
                 if space.sensible(c) && !self.seeds.contains(&i) {
                     self.seeds.push(i);
                 }
@@ -251,8 +251,9 @@ impl ModelTuner {
 
     fn neighbour(&mut self, space: &Space, i: u128) -> u128 {
         let mut d = space.digits(i);
+        let live = space.live_knobs(&d);
         let movable: Vec<usize> = (0..d.len())
-            .filter(|&k| space.knobs[k].choices.len() > 1)
+            .filter(|&k| live[k] && space.knobs[k].choices.len() > 1)
             .collect();
         if movable.is_empty() {
             return i;
@@ -260,7 +261,7 @@ impl ModelTuner {
         let k = movable[self.rng.gen_range(0..movable.len())];
         let n = space.knobs[k].choices.len();
         d[k] = (d[k] + self.rng.gen_range(1..n)) % n;
-        space.from_digits(&d)
+        space.canonical(space.from_digits(&d))
     }
 
     /// Simulated annealing on the model; returns the best unmeasured configs seen.

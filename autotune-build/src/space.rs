@@ -129,6 +129,9 @@ pub struct Space {
     /// Per stage: how it is scheduled.
     pub stages: Vec<StageKind>,
     dtype: DType,
+    /// Per fusible consumer: its producer's `fuse` knob and the consumer's own knobs,
+    /// which are dead while that knob is on.
+    fusion: Vec<(usize, Vec<usize>)>,
 }
 
 /// How the space treats a stage.
@@ -320,12 +323,57 @@ impl Space {
                 None => StageKind::Tiled(info),
             });
         }
+        let knob = |name: &str| knobs.iter().position(|k| k.name == name);
+        let fusion = stages
+            .iter()
+            .filter_map(|st| match st {
+                StageKind::FusibleInto { producer, own } => {
+                    let fuse = op.tensor_name(TensorRef::Stage(*producer));
+                    let own_prefix = format!("{}.", own.prefix);
+                    let consumer = (0..knobs.len())
+                        .filter(|&k| knobs[k].name.starts_with(&own_prefix))
+                        .collect();
+                    Some((knob(&format!("{fuse}.fuse"))?, consumer))
+                }
+                _ => None,
+            })
+            .collect();
         Space {
             knobs,
             op: op.clone(),
             stages,
             dtype: op.dtype,
+            fusion,
         }
+    }
+
+    /// Which knobs change the code at these digits: a fusible consumer's own knobs do
+    /// not while its producer's `fuse` knob is on (it is computed in that store).
+    pub fn live_knobs(&self, digits: &[usize]) -> Vec<bool> {
+        let mut live = vec![true; self.knobs.len()];
+        for (fuse, consumer) in &self.fusion {
+            if self.knobs[*fuse].choices[digits[*fuse]] == Value::Int(1) {
+                for &k in consumer {
+                    live[k] = false;
+                }
+            }
+        }
+        live
+    }
+
+    /// `index` with every dead knob at its first choice, so that configs lowering to
+    /// the same code share one index (and a tuner never measures one twice).
+    pub fn canonical(&self, index: u128) -> u128 {
+        if self.fusion.is_empty() {
+            return index;
+        }
+        let mut d = self.digits(index);
+        for (k, live) in self.live_knobs(&d).into_iter().enumerate() {
+            if !live {
+                d[k] = 0;
+            }
+        }
+        self.from_digits(&d)
     }
 
     /// Number of configs.

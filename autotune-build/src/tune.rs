@@ -209,7 +209,7 @@ pub(crate) fn random_fresh(
     let mut tries = 0;
     while out.len() < n && tries < 100 * n.max(1) {
         tries += 1;
-        let i = rng.gen_range(0..space.size());
+        let i = space.canonical(rng.gen_range(0..space.size()));
         if space.sensible(&space.config_at(i)) && !measured.contains(&i) && !out.contains(&i) {
             out.push(i);
         }
@@ -310,7 +310,7 @@ impl Tuner for GeneticTuner {
                     }
                 })
                 .collect();
-            let i = space.from_digits(&child);
+            let i = space.canonical(space.from_digits(&child));
             if space.sensible(&space.config_at(i)) && !measured.contains(&i) && !out.contains(&i) {
                 out.push(i);
             }

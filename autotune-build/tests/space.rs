@@ -85,6 +85,54 @@ fn config_index_bijection_and_text_roundtrip() {
     }
 }
 
+/// A fused epilogue's own knobs are dead: configs differing only there get one index
+/// and the same C, so tuners never measure the same kernel twice.
+#[test]
+fn canonical_index_ignores_the_knobs_of_a_fused_epilogue() {
+    let op = test_ops()
+        .into_iter()
+        .find(|o| o.name == "dense_bias_relu")
+        .unwrap();
+    let spec = op.specializations[0].values.clone();
+    let space = Space::new(&op, &spec);
+    let c_of = |i: u128| {
+        autotune_build::kernel_c(
+            &op,
+            autotune_lang::mangle::Variant::Specialized(0),
+            Some(space.config_at(i)),
+            &[autotune_build::measure::host_isa()],
+            "k".into(),
+            "p".into(),
+        )
+        .unwrap()
+    };
+    let mut rng = StdRng::seed_from_u64(3);
+    let (mut fused, mut unfused) = (0, 0);
+    for _ in 0..200 {
+        let i = rng.gen_range(0..space.size());
+        let canon = space.canonical(i);
+        assert_eq!(space.canonical(canon), canon, "idempotent");
+        let c = space.config_at(i);
+        let live = space.live_knobs(&space.digits(i));
+        if c.0["y.fuse"].to_string() == "1" {
+            fused += 1;
+            assert!(space
+                .knobs
+                .iter()
+                .zip(&live)
+                .any(|(k, l)| !l && k.name.starts_with("output.")));
+            if fused <= 5 {
+                assert_eq!(c_of(i), c_of(canon), "dead knobs do not change the code");
+            }
+        } else {
+            unfused += 1;
+            assert!(live.iter().all(|&l| l));
+            assert_eq!(canon, i, "with the epilogue unfused every knob counts");
+        }
+    }
+    assert!(fused > 0 && unfused > 0);
+}
+
 #[test]
 fn gemm_1024_space_is_large() {
     let op = test_ops().into_iter().find(|o| o.name == "matmul").unwrap();

@@ -159,13 +159,15 @@ fn out_of_tree_crate() {
     );
     let generated = || {
         let build = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-target/debug/build");
-        std::fs::read_dir(build)
+        // The newest: the target directory outlives test runs, and build directories
+        // of older builds (other hashes) keep their sources.
+        let newest = std::fs::read_dir(build)
             .unwrap()
-            .filter_map(|e| {
-                std::fs::read(e.unwrap().path().join("out/autotune/mm_bias_relu.c")).ok()
-            })
-            .next()
-            .expect("the generated kernel source")
+            .map(|e| e.unwrap().path().join("out/autotune/mm_bias_relu.c"))
+            .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+            .max()
+            .expect("the generated kernel source");
+        std::fs::read(newest.1).unwrap()
     };
     let run = cargo(&good, &["run"], &[("AUTOTUNE", "locked")]);
     let out = text(&run);

@@ -57,10 +57,16 @@ fn parse_args() -> Result<Args, String> {
                     .split(',')
                     .map(|t| t.trim().parse().ok().filter(|&n: &usize| n > 0))
                     .collect::<Option<_>>()
-                    .ok_or(format!("--threads: `{v}` is not a list of positive integers"))?;
+                    .ok_or(format!(
+                        "--threads: `{v}` is not a list of positive integers"
+                    ))?;
             }
             "--export" => args.export = Some(it.next().ok_or("--export needs a directory")?.into()),
-            _ => return Err(format!("unknown argument `{a}` (expected --layers, --threads LIST, --export DIR)")),
+            _ => {
+                return Err(format!(
+                    "unknown argument `{a}` (expected --layers, --threads LIST, --export DIR)"
+                ))
+            }
         }
     }
     Ok(args)
@@ -104,21 +110,66 @@ fn layers() -> Vec<Layer> {
             let b = random(&mut rng, k);
             let mut y = vec![0.0f32; k * o * o];
             let (what, run): (&str, Box<dyn FnMut()>) = match (r, st) {
-                (7, 2) => ("conv7x7s2_relu", Box::new(move || {
-                    ops::conv7x7s2_relu_into((&x, [c, h, h]), (&w, [k, c, 7, 7]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
-                })),
-                (3, 1) => ("conv3x3_relu", Box::new(move || {
-                    ops::conv3x3_relu_into((&x, [c, h, h]), (&w, [k, c, 3, 3]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
-                })),
-                (3, 2) => ("conv3x3s2_relu", Box::new(move || {
-                    ops::conv3x3s2_relu_into((&x, [c, h, h]), (&w, [k, c, 3, 3]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
-                })),
-                (1, 2) => ("conv1x1s2_bias", Box::new(move || {
-                    ops::conv1x1s2_bias_into((&x, [c, h, h]), (&w, [k, c]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
-                })),
-                _ => ("conv1x1_bias", Box::new(move || {
-                    ops::conv1x1_bias_into((&x, [c, h, h]), (&w, [k, c]), (&b, [k]), (&mut y, [k, o, o])).expect("shapes");
-                })),
+                (7, 2) => (
+                    "conv7x7s2_relu",
+                    Box::new(move || {
+                        ops::conv7x7s2_relu_into(
+                            (&x, [c, h, h]),
+                            (&w, [k, c, 7, 7]),
+                            (&b, [k]),
+                            (&mut y, [k, o, o]),
+                        )
+                        .expect("shapes");
+                    }),
+                ),
+                (3, 1) => (
+                    "conv3x3_relu",
+                    Box::new(move || {
+                        ops::conv3x3_relu_into(
+                            (&x, [c, h, h]),
+                            (&w, [k, c, 3, 3]),
+                            (&b, [k]),
+                            (&mut y, [k, o, o]),
+                        )
+                        .expect("shapes");
+                    }),
+                ),
+                (3, 2) => (
+                    "conv3x3s2_relu",
+                    Box::new(move || {
+                        ops::conv3x3s2_relu_into(
+                            (&x, [c, h, h]),
+                            (&w, [k, c, 3, 3]),
+                            (&b, [k]),
+                            (&mut y, [k, o, o]),
+                        )
+                        .expect("shapes");
+                    }),
+                ),
+                (1, 2) => (
+                    "conv1x1s2_bias",
+                    Box::new(move || {
+                        ops::conv1x1s2_bias_into(
+                            (&x, [c, h, h]),
+                            (&w, [k, c]),
+                            (&b, [k]),
+                            (&mut y, [k, o, o]),
+                        )
+                        .expect("shapes");
+                    }),
+                ),
+                _ => (
+                    "conv1x1_bias",
+                    Box::new(move || {
+                        ops::conv1x1_bias_into(
+                            (&x, [c, h, h]),
+                            (&w, [k, c]),
+                            (&b, [k]),
+                            (&mut y, [k, o, o]),
+                        )
+                        .expect("shapes");
+                    }),
+                ),
             };
             Layer {
                 name,
@@ -132,8 +183,12 @@ fn layers() -> Vec<Layer> {
 
 /// The logits of the kernels and of the naive references for one input.
 fn forward_both(net: &ResNet18, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let kernels = net.forward(input, &mut net.workspace(), Impl::Kernels).to_vec();
-    let reference = net.forward(input, &mut net.workspace(), Impl::Reference).to_vec();
+    let kernels = net
+        .forward(input, &mut net.workspace(), Impl::Kernels)
+        .to_vec();
+    let reference = net
+        .forward(input, &mut net.workspace(), Impl::Reference)
+        .to_vec();
     (kernels, reference)
 }
 

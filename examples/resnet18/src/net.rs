@@ -127,7 +127,13 @@ impl ResNet18 {
                 let conv1 = Conv::random(&mut rng, c, k, 3);
                 let conv2 = Conv::random(&mut rng, k, k, 3);
                 let down = halve.then(|| Conv::random(&mut rng, c, k, 1));
-                let block = Block { conv1, conv2, down, c, h };
+                let block = Block {
+                    conv1,
+                    conv2,
+                    down,
+                    c,
+                    h,
+                };
                 (c, h) = (k, block.oh());
                 blocks.push(block);
             }
@@ -152,7 +158,13 @@ impl ResNet18 {
             short: self
                 .blocks
                 .iter()
-                .map(|b| if b.down.is_some() { sq(b.k(), b.oh()) } else { Vec::new() })
+                .map(|b| {
+                    if b.down.is_some() {
+                        sq(b.k(), b.oh())
+                    } else {
+                        Vec::new()
+                    }
+                })
                 .collect(),
             out: self.blocks.iter().map(|b| sq(b.k(), b.oh())).collect(),
             avg: vec![0.0; 512],
@@ -174,10 +186,20 @@ impl ResNet18 {
     /// The logits for one image `[3][224][224]`.
     pub fn forward<'w>(&self, x: &[f32], ws: &'w mut Workspace, imp: Impl) -> &'w [f32] {
         let s = &self.stem;
-        run!(imp, conv7x7s2_relu_into | conv7x7s2_relu_reference_into,
-            (x, INPUT), (&s.w, [64, 3, 7, 7]), (&s.b, [64]), (&mut ws.stem, [64, 112, 112]));
-        run!(imp, max_pool3x3s2_into | max_pool3x3s2_reference_into,
-            (&ws.stem, [64, 112, 112]), (&mut ws.pool, [64, 56, 56]));
+        run!(
+            imp,
+            conv7x7s2_relu_into | conv7x7s2_relu_reference_into,
+            (x, INPUT),
+            (&s.w, [64, 3, 7, 7]),
+            (&s.b, [64]),
+            (&mut ws.stem, [64, 112, 112])
+        );
+        run!(
+            imp,
+            max_pool3x3s2_into | max_pool3x3s2_reference_into,
+            (&ws.stem, [64, 112, 112]),
+            (&mut ws.pool, [64, 56, 56])
+        );
         for (i, b) in self.blocks.iter().enumerate() {
             let (done, rest) = ws.out.split_at_mut(i);
             let input: &[f32] = if i == 0 { &ws.pool } else { &done[i - 1] };
@@ -186,29 +208,61 @@ impl ResNet18 {
             let mid = &mut ws.mid[i];
             let shortcut: &[f32] = match &b.down {
                 Some(d) => {
-                    run!(imp, conv3x3s2_relu_into | conv3x3s2_relu_reference_into,
-                        (input, [c, h, h]), (w1, [k, c, 3, 3]), (b1, [k]), (&mut *mid, [k, o, o]));
-                    run!(imp, conv1x1s2_bias_into | conv1x1s2_bias_reference_into,
-                        (input, [c, h, h]), (&d.w, [k, c]), (&d.b, [k]),
-                        (&mut ws.short[i], [k, o, o]));
+                    run!(
+                        imp,
+                        conv3x3s2_relu_into | conv3x3s2_relu_reference_into,
+                        (input, [c, h, h]),
+                        (w1, [k, c, 3, 3]),
+                        (b1, [k]),
+                        (&mut *mid, [k, o, o])
+                    );
+                    run!(
+                        imp,
+                        conv1x1s2_bias_into | conv1x1s2_bias_reference_into,
+                        (input, [c, h, h]),
+                        (&d.w, [k, c]),
+                        (&d.b, [k]),
+                        (&mut ws.short[i], [k, o, o])
+                    );
                     &ws.short[i]
                 }
                 None => {
-                    run!(imp, conv3x3_relu_into | conv3x3_relu_reference_into,
-                        (input, [c, h, h]), (w1, [k, c, 3, 3]), (b1, [k]), (&mut *mid, [k, o, o]));
+                    run!(
+                        imp,
+                        conv3x3_relu_into | conv3x3_relu_reference_into,
+                        (input, [c, h, h]),
+                        (w1, [k, c, 3, 3]),
+                        (b1, [k]),
+                        (&mut *mid, [k, o, o])
+                    );
                     input
                 }
             };
             let (w2, b2) = (&b.conv2.w, &b.conv2.b);
-            run!(imp, conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
-                (&ws.mid[i], [k, o, o]), (w2, [k, k, 3, 3]), (b2, [k]), (shortcut, [k, o, o]),
-                (&mut rest[0], [k, o, o]));
+            run!(
+                imp,
+                conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
+                (&ws.mid[i], [k, o, o]),
+                (w2, [k, k, 3, 3]),
+                (b2, [k]),
+                (shortcut, [k, o, o]),
+                (&mut rest[0], [k, o, o])
+            );
         }
-        run!(imp, global_avg_pool_into | global_avg_pool_reference_into,
-            (&ws.out[7], [512, 7, 7]), (&mut ws.avg, [512]));
-        run!(imp, dense_bias_into | dense_bias_reference_into,
-            (&ws.avg, [512]), (&self.fc_w, [CLASSES, 512]), (&self.fc_b, [CLASSES]),
-            (&mut ws.logits, [CLASSES]));
+        run!(
+            imp,
+            global_avg_pool_into | global_avg_pool_reference_into,
+            (&ws.out[7], [512, 7, 7]),
+            (&mut ws.avg, [512])
+        );
+        run!(
+            imp,
+            dense_bias_into | dense_bias_reference_into,
+            (&ws.avg, [512]),
+            (&self.fc_w, [CLASSES, 512]),
+            (&self.fc_b, [CLASSES]),
+            (&mut ws.logits, [CLASSES])
+        );
         &ws.logits
     }
 
@@ -223,12 +277,16 @@ impl ResNet18 {
             debug_assert_eq!(dims.iter().product::<usize>(), data.len());
             let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
             txt += &format!("{name} {}\n", dims.join("x"));
-            data.iter().try_for_each(|x| bin.write_all(&x.to_le_bytes()))
+            data.iter()
+                .try_for_each(|x| bin.write_all(&x.to_le_bytes()))
         };
-        let conv = |name: &str, c: &Conv, put: &mut dyn FnMut(&str, &[usize], &[f32]) -> std::io::Result<()>| {
-            put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.w)?;
-            put(&format!("{name}.b"), &[c.k], &c.b)
-        };
+        let conv =
+            |name: &str,
+             c: &Conv,
+             put: &mut dyn FnMut(&str, &[usize], &[f32]) -> std::io::Result<()>| {
+                put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.w)?;
+                put(&format!("{name}.b"), &[c.k], &c.b)
+            };
         put("input", &[1, 3, 224, 224], input)?;
         conv("stem", &self.stem, &mut put)?;
         for (i, b) in self.blocks.iter().enumerate() {

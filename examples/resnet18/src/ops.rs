@@ -20,8 +20,9 @@ pub fn conv7x7s2_relu(
     w: Tensor<f32, (K, C, R, S)>,
     b: Tensor<f32, K>,
 ) -> Tensor<f32, (K, OH, OW)> {
-    let y: Tensor<f32, (K, OH, OW)> =
-        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 3][v * 2 + s - 3] * w[k][c][r][s]));
+    let y: Tensor<f32, (K, OH, OW)> = compute(|k, h, v| {
+        sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 3][v * 2 + s - 3] * w[k][c][r][s])
+    });
     compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
 }
 
@@ -32,7 +33,9 @@ pub fn conv7x7s2_relu(
     specialize(C = 64, H = 112, W = 112)
 )]
 pub fn max_pool3x3s2(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, (C, OH, OW)> {
-    compute(|c, h, v| max(|r @ 0..3, s @ 0..3| x.pad(f32::NEG_INFINITY)[c][h * 2 + r - 1][v * 2 + s - 1]))
+    compute(|c, h, v| {
+        max(|r @ 0..3, s @ 0..3| x.pad(f32::NEG_INFINITY)[c][h * 2 + r - 1][v * 2 + s - 1])
+    })
 }
 
 /// conv 3×3, stride 1, padding 1, + bias + ReLU: the first conv of each residual block
@@ -92,8 +95,9 @@ pub fn conv3x3s2_relu(
     w: Tensor<f32, (K, C, R, S)>,
     b: Tensor<f32, K>,
 ) -> Tensor<f32, (K, OH, OW)> {
-    let y: Tensor<f32, (K, OH, OW)> =
-        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 1][v * 2 + s - 1] * w[k][c][r][s]));
+    let y: Tensor<f32, (K, OH, OW)> = compute(|k, h, v| {
+        sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 1][v * 2 + s - 1] * w[k][c][r][s])
+    });
     compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
 }
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Tunes the GEMM shapes of the peer suite (bench/peers.sh) into bench/tuning-cache/, as a
+# build would: the model-guided tuner (xgb-rank), timed with the pool's default thread
+# count (all cores), learning from the GEMM trials of the tuner experiments and of each
+# other (transfer). TRIALS per shape (default 96).
+#   bash bench/tune-gemm.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TRIALS="${TRIALS:-96}"
+CACHE="$ROOT/bench/tuning-cache"
+mkdir -p "$CACHE/records"
+(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
+THREADS="$(nproc)"
+HISTORY=(--history "$CACHE/records")
+for d in "$ROOT"/bench/results/experiments-*/; do HISTORY+=(--history "$d"); done
+for spec in 6 5 0 2 3 4; do # 256³, 512³, 1024³, 127×255×511, 1×4096², 16×4096²
+  "$ROOT/target/release/cargo-autotune" autotune tune --file "$ROOT/bench/ops.rs" --op gemm \
+    --spec "$spec" --threads "$THREADS" --trials "$TRIALS" --save --cache "$CACHE" \
+    --log "$CACHE/records/gemm.jsonl" --dir /tmp/autotune-tune-gemm \
+    "${HISTORY[@]}"
+done
+"$ROOT/target/release/cargo-autotune" autotune show --cache "$CACHE"
