@@ -42,7 +42,7 @@ RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
 (cd "$ROOT" && AUTOTUNE=locked cargo build --release -q -p resnet18)
 AT="$ROOT/target/release/cargo-autotune autotune"
 RESNET="$ROOT/target/release/resnet18"
-"$RESNET" --threads 1 --export "$OUT/model" > /dev/null
+"$RESNET" --threads 1 --export "$BUILD/model" > /dev/null
 # Compile each GEMM measurement program now, outside the timed part.
 for spec in 5 0 2 3 4 6; do
   $AT bench --file "$ROOT/bench/ops.rs" --op gemm --spec "$spec" --cached --cache "$ROOT/bench/tuning-cache" \
@@ -81,7 +81,7 @@ for nt in 1 2; do
   MATMUL_NUM_THREADS=$nt $PIN $RUSTGEMM mm $nt $SHAPES
   echo "# ResNet-18 and its conv layers"
   $PIN "$RESNET" --layers --threads $nt
-  $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$OUT/model" $nt
+  $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$BUILD/model" $nt
   $NOBLASENV OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$nt OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/conv_bench im2col_openblas $nt $LAYERS
   OMP_NUM_THREADS=$nt $OMPBIND $PIN $BUILD/dnnl_conv direct $LAYERS
 done

@@ -267,40 +267,48 @@ impl ResNet18 {
     }
 
     /// Writes the folded weights, an input and its logits for the peer benchmark
-    /// (`bench/peers/`): `resnet18.bin` holds the tensors as little-endian f32, one
+    /// (`bench/ort_bench.py`): `resnet18.bin` holds the tensors as little-endian f32, one
     /// after the other, in the order `resnet18.txt` lists them (`name dim×dim…` per line).
     pub fn export(&self, dir: &Path, input: &[f32], logits: &[f32]) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let mut bin = std::io::BufWriter::new(std::fs::File::create(dir.join("resnet18.bin"))?);
-        let mut txt = String::new();
-        let mut put = |name: &str, dims: &[usize], data: &[f32]| -> std::io::Result<()> {
-            debug_assert_eq!(dims.iter().product::<usize>(), data.len());
-            let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-            txt += &format!("{name} {}\n", dims.join("x"));
-            data.iter()
-                .try_for_each(|x| bin.write_all(&x.to_le_bytes()))
+        let mut out = Export {
+            bin: std::io::BufWriter::new(std::fs::File::create(dir.join("resnet18.bin"))?),
+            txt: String::new(),
         };
-        let conv =
-            |name: &str,
-             c: &Conv,
-             put: &mut dyn FnMut(&str, &[usize], &[f32]) -> std::io::Result<()>| {
-                put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.w)?;
-                put(&format!("{name}.b"), &[c.k], &c.b)
-            };
-        put("input", &[1, 3, 224, 224], input)?;
-        conv("stem", &self.stem, &mut put)?;
+        out.put("input", &[1, 3, 224, 224], input)?;
+        out.conv("stem", &self.stem)?;
         for (i, b) in self.blocks.iter().enumerate() {
-            conv(&format!("block{i}.conv1"), &b.conv1, &mut put)?;
-            conv(&format!("block{i}.conv2"), &b.conv2, &mut put)?;
+            out.conv(&format!("block{i}.conv1"), &b.conv1)?;
+            out.conv(&format!("block{i}.conv2"), &b.conv2)?;
             if let Some(d) = &b.down {
-                conv(&format!("block{i}.down"), d, &mut put)?;
+                out.conv(&format!("block{i}.down"), d)?;
             }
         }
-        put("fc.w", &[CLASSES, 512], &self.fc_w)?;
-        put("fc.b", &[CLASSES], &self.fc_b)?;
-        put("logits", &[1, CLASSES], logits)?;
-        drop(put);
-        bin.flush()?;
-        std::fs::write(dir.join("resnet18.txt"), txt)
+        out.put("fc.w", &[CLASSES, 512], &self.fc_w)?;
+        out.put("fc.b", &[CLASSES], &self.fc_b)?;
+        out.put("logits", &[1, CLASSES], logits)?;
+        out.bin.flush()?;
+        std::fs::write(dir.join("resnet18.txt"), out.txt)
+    }
+}
+
+/// The two files of [`ResNet18::export`] being written.
+struct Export {
+    bin: std::io::BufWriter<std::fs::File>,
+    txt: String,
+}
+
+impl Export {
+    fn put(&mut self, name: &str, dims: &[usize], data: &[f32]) -> std::io::Result<()> {
+        debug_assert_eq!(dims.iter().product::<usize>(), data.len());
+        let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        self.txt += &format!("{name} {}\n", dims.join("x"));
+        data.iter()
+            .try_for_each(|x| self.bin.write_all(&x.to_le_bytes()))
+    }
+
+    fn conv(&mut self, name: &str, c: &Conv) -> std::io::Result<()> {
+        self.put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.w)?;
+        self.put(&format!("{name}.b"), &[c.k], &c.b)
     }
 }
