@@ -530,8 +530,14 @@ fn main() -> Result<()> {
             }
         }
         Command::Prune { target, cache } => {
+            let only = target.op.clone();
             let ops = load(&Target { op: None, ..target })?;
-            for name in cache::operators(&cache)? {
+            // With --op, only that operator's file: a cache shared by several crates
+            // holds operators this source does not define.
+            for name in cache::operators(&cache)?
+                .into_iter()
+                .filter(|n| only.as_ref().is_none_or(|o| o == n))
+            {
                 let ids: Vec<String> = ops
                     .iter()
                     .filter(|o| o.name == name)

@@ -8,6 +8,7 @@
 //! - `--threads`: the thread counts to time (default: 1 and all CPUs);
 //! - `--export DIR`: write the weights, the input and the logits for the peer benchmark.
 
+mod layers;
 mod net;
 mod ops;
 
@@ -74,111 +75,6 @@ fn parse_args() -> Result<Args, String> {
 
 fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
     (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
-}
-
-/// One conv layer of the AutoTVM paper's ResNet-18 table, run with its kernel.
-struct Layer {
-    name: &'static str,
-    what: String,
-    flop: f64,
-    run: Box<dyn FnMut()>,
-}
-
-/// C1–C12 with random data: (name, C, H, K, kernel, stride).
-fn layers() -> Vec<Layer> {
-    const TABLE: [(&str, usize, usize, usize, usize, usize); 12] = [
-        ("C1", 3, 224, 64, 7, 2),
-        ("C2", 64, 56, 64, 3, 1),
-        ("C3", 64, 56, 64, 1, 1),
-        ("C4", 64, 56, 128, 3, 2),
-        ("C5", 64, 56, 128, 1, 2),
-        ("C6", 128, 28, 128, 3, 1),
-        ("C7", 128, 28, 256, 3, 2),
-        ("C8", 128, 28, 256, 1, 2),
-        ("C9", 256, 14, 256, 3, 1),
-        ("C10", 256, 14, 512, 3, 2),
-        ("C11", 256, 14, 512, 1, 2),
-        ("C12", 512, 7, 512, 3, 1),
-    ];
-    let mut rng = StdRng::seed_from_u64(7);
-    TABLE
-        .iter()
-        .map(|&(name, c, h, k, r, st)| {
-            let o = h / st;
-            let x = random(&mut rng, c * h * h);
-            let w = random(&mut rng, k * c * r * r);
-            let b = random(&mut rng, k);
-            let mut y = vec![0.0f32; k * o * o];
-            let (what, run): (&str, Box<dyn FnMut()>) = match (r, st) {
-                (7, 2) => (
-                    "conv7x7s2_relu",
-                    Box::new(move || {
-                        ops::conv7x7s2_relu_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c, 7, 7]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (3, 1) => (
-                    "conv3x3_relu",
-                    Box::new(move || {
-                        ops::conv3x3_relu_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c, 3, 3]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (3, 2) => (
-                    "conv3x3s2_relu",
-                    Box::new(move || {
-                        ops::conv3x3s2_relu_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c, 3, 3]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (1, 2) => (
-                    "conv1x1s2_bias",
-                    Box::new(move || {
-                        ops::conv1x1s2_bias_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                _ => (
-                    "conv1x1_bias",
-                    Box::new(move || {
-                        ops::conv1x1_bias_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-            };
-            Layer {
-                name,
-                what: format!("{what} C{c} {h}x{h} K{k}"),
-                flop: 2.0 * (k * o * o * c * r * r) as f64,
-                run,
-            }
-        })
-        .collect()
 }
 
 /// The logits of the kernels and of the naive references for one input.
@@ -254,7 +150,11 @@ fn main() -> ExitCode {
         "the check (kernels and naive reference, one pass each) took {:.0} ms",
         ref_secs * 1e3
     );
-    let mut layer_list = if args.layers { layers() } else { Vec::new() };
+    let mut layer_list = if args.layers {
+        layers::all()
+    } else {
+        Vec::new()
+    };
     for &nt in &args.threads {
         ops::set_num_threads(nt);
         let secs = time(Duration::from_secs(3), 20, || {

@@ -28,19 +28,27 @@ macro_rules! run {
     };
 }
 
-/// A convolution with batch norm folded in: `w` is `[k][c][r][r]`, `b` is `[k]`.
+/// Output channels per block of the pre-blocked weight layout (the `L` of the `*_kb`
+/// operators).
+pub const LANES: usize = 16;
+
+/// A convolution with batch norm folded in: `w` is `[k][c][r][r]`, or when `blocked`
+/// `[k/16][c][r][r][16]`; `b` is `[k]`.
 pub struct Conv {
     pub w: Vec<f32>,
     pub b: Vec<f32>,
     pub c: usize,
     pub k: usize,
     pub r: usize,
+    pub blocked: bool,
 }
 
 impl Conv {
     /// He-initialised weights, then a random batch norm (γ, β, mean, variance) folded
     /// into them: `w·γ/√(var+ε)` and `β − mean·γ/√(var+ε)`.
-    fn random(rng: &mut StdRng, c: usize, k: usize, r: usize) -> Conv {
+    /// With `blocked`, the weights are then reordered once to the `*_kb` operators'
+    /// layout.
+    fn random(rng: &mut StdRng, c: usize, k: usize, r: usize, blocked: bool) -> Conv {
         let fan_in = (c * r * r) as f32;
         let a = (6.0 / fan_in).sqrt();
         let mut w: Vec<f32> = (0..k * c * r * r).map(|_| rng.gen_range(-a..a)).collect();
@@ -57,7 +65,39 @@ impl Conv {
             }
             *bias = beta - mean * scale;
         }
-        Conv { w, b, c, k, r }
+        let mut conv = Conv {
+            w,
+            b,
+            c,
+            k,
+            r,
+            blocked: false,
+        };
+        if blocked {
+            let mut w = vec![0.0; conv.w.len()];
+            for (i, x) in conv.w.iter().enumerate() {
+                w[conv.blocked_index(i)] = *x;
+            }
+            (conv.w, conv.blocked) = (w, true);
+        }
+        conv
+    }
+
+    /// Where element `i` of the `[k][c][r][r]` weights sits in the blocked layout.
+    fn blocked_index(&self, i: usize) -> usize {
+        let per_k = self.c * self.r * self.r;
+        let (kk, crs) = (i / per_k, i % per_k);
+        ((kk / LANES) * per_k + crs) * LANES + kk % LANES
+    }
+
+    /// The weights as `[k][c][r][r]` (ONNX's OIHW), whatever the layout.
+    pub fn oihw(&self) -> Vec<f32> {
+        if !self.blocked {
+            return self.w.clone();
+        }
+        (0..self.w.len())
+            .map(|i| self.w[self.blocked_index(i)])
+            .collect()
     }
 
     /// FLOP of one call at output size `oh`×`ow`, padded taps included (as the peers
@@ -118,15 +158,17 @@ pub struct Workspace {
 impl ResNet18 {
     pub fn random(seed: u64) -> ResNet18 {
         let mut rng = StdRng::seed_from_u64(seed);
-        let stem = Conv::random(&mut rng, 3, 64, 7);
+        let stem = Conv::random(&mut rng, 3, 64, 7, false);
         let mut blocks = Vec::new();
         let (mut c, mut h) = (64, 56);
         for (stage, k) in [64, 128, 256, 512].into_iter().enumerate() {
             for i in 0..2 {
                 let halve = stage > 0 && i == 0;
-                let conv1 = Conv::random(&mut rng, c, k, 3);
-                let conv2 = Conv::random(&mut rng, k, k, 3);
-                let down = halve.then(|| Conv::random(&mut rng, c, k, 1));
+                // Stages 3 and 4 run the `*_kb` operators (see `ops.rs`).
+                let blocked = stage >= 2;
+                let conv1 = Conv::random(&mut rng, c, k, 3, blocked);
+                let conv2 = Conv::random(&mut rng, k, k, 3, blocked);
+                let down = halve.then(|| Conv::random(&mut rng, c, k, 1, blocked));
                 let block = Block {
                     conv1,
                     conv2,
@@ -205,9 +247,49 @@ impl ResNet18 {
             let input: &[f32] = if i == 0 { &ws.pool } else { &done[i - 1] };
             let (c, h, k, o) = (b.c, b.h, b.k(), b.oh());
             let (w1, b1) = (&b.conv1.w, &b.conv1.b);
-            let mid = &mut ws.mid[i];
-            let shortcut: &[f32] = match &b.down {
-                Some(d) => {
+            let (w2, b2) = (&b.conv2.w, &b.conv2.b);
+            let (mid, short, out) = (&mut ws.mid[i], &mut ws.short[i], &mut rest[0]);
+            if b.conv1.blocked {
+                let (kb, l) = (k / LANES, LANES);
+                if let Some(d) = &b.down {
+                    run!(
+                        imp,
+                        conv3x3s2_relu_kb_into | conv3x3s2_relu_kb_reference_into,
+                        (input, [c, h, h]),
+                        (w1, [kb, c, 3, 3, l]),
+                        (b1, [kb, l]),
+                        (&mut *mid, [kb, l, o, o])
+                    );
+                    run!(
+                        imp,
+                        conv1x1s2_bias_kb_into | conv1x1s2_bias_kb_reference_into,
+                        (input, [c, h, h]),
+                        (&d.w, [kb, c, l]),
+                        (&d.b, [kb, l]),
+                        (&mut *short, [kb, l, o, o])
+                    );
+                } else {
+                    run!(
+                        imp,
+                        conv3x3_relu_kb_into | conv3x3_relu_kb_reference_into,
+                        (input, [c, h, h]),
+                        (w1, [kb, c, 3, 3, l]),
+                        (b1, [kb, l]),
+                        (&mut *mid, [kb, l, o, o])
+                    );
+                }
+                let shortcut: &[f32] = if b.down.is_some() { short } else { input };
+                run!(
+                    imp,
+                    conv3x3_add_relu_kb_into | conv3x3_add_relu_kb_reference_into,
+                    (&*mid, [k, o, o]),
+                    (w2, [kb, k, 3, 3, l]),
+                    (b2, [kb, l]),
+                    (shortcut, [kb, l, o, o]),
+                    (out, [kb, l, o, o])
+                );
+            } else {
+                if let Some(d) = &b.down {
                     run!(
                         imp,
                         conv3x3s2_relu_into | conv3x3s2_relu_reference_into,
@@ -222,11 +304,9 @@ impl ResNet18 {
                         (input, [c, h, h]),
                         (&d.w, [k, c]),
                         (&d.b, [k]),
-                        (&mut ws.short[i], [k, o, o])
+                        (&mut *short, [k, o, o])
                     );
-                    &ws.short[i]
-                }
-                None => {
+                } else {
                     run!(
                         imp,
                         conv3x3_relu_into | conv3x3_relu_reference_into,
@@ -235,19 +315,18 @@ impl ResNet18 {
                         (b1, [k]),
                         (&mut *mid, [k, o, o])
                     );
-                    input
                 }
-            };
-            let (w2, b2) = (&b.conv2.w, &b.conv2.b);
-            run!(
-                imp,
-                conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
-                (&ws.mid[i], [k, o, o]),
-                (w2, [k, k, 3, 3]),
-                (b2, [k]),
-                (shortcut, [k, o, o]),
-                (&mut rest[0], [k, o, o])
-            );
+                let shortcut: &[f32] = if b.down.is_some() { short } else { input };
+                run!(
+                    imp,
+                    conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
+                    (&*mid, [k, o, o]),
+                    (w2, [k, k, 3, 3]),
+                    (b2, [k]),
+                    (shortcut, [k, o, o]),
+                    (out, [k, o, o])
+                );
+            }
         }
         run!(
             imp,
@@ -308,7 +387,7 @@ impl Export {
     }
 
     fn conv(&mut self, name: &str, c: &Conv) -> std::io::Result<()> {
-        self.put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.w)?;
+        self.put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.oihw())?;
         self.put(&format!("{name}.b"), &[c.k], &c.b)
     }
 }
