@@ -16,21 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
-
-LAYERS = [  # name, C, H, K, R, stride, pad, relu
-    ("C1", 3, 224, 64, 7, 2, 3, True),
-    ("C2", 64, 56, 64, 3, 1, 1, True),
-    ("C3", 64, 56, 64, 1, 1, 0, False),
-    ("C4", 64, 56, 128, 3, 2, 1, True),
-    ("C5", 64, 56, 128, 1, 2, 0, False),
-    ("C6", 128, 28, 128, 3, 1, 1, True),
-    ("C7", 128, 28, 256, 3, 2, 1, True),
-    ("C8", 128, 28, 256, 1, 2, 0, False),
-    ("C9", 256, 14, 256, 3, 1, 1, True),
-    ("C10", 256, 14, 512, 3, 2, 1, True),
-    ("C11", 256, 14, 512, 1, 2, 0, False),
-    ("C12", 512, 7, 512, 3, 1, 1, True),
-]
+from resnet18_layers import LAYERS
 
 
 def load(model_dir):

@@ -7,16 +7,11 @@ fastest peer of the row (above 1.00× autotune is faster).
 """
 import re
 import sys
+from resnet18_layers import LAYERS
 
 text = open(f"{sys.argv[1]}/run.log").read()
 sections = re.split(r"^## (\d) thread\(s\)$", text, flags=re.M)
 SHAPES = ["256x256x256", "512x512x512", "1024x1024x1024", "127x255x511", "1x4096x4096", "16x4096x4096"]
-LAYERS = [  # name, C, H, K, R, stride, pad
-    ("C1", 3, 224, 64, 7, 2, 3), ("C2", 64, 56, 64, 3, 1, 1), ("C3", 64, 56, 64, 1, 1, 0),
-    ("C4", 64, 56, 128, 3, 2, 1), ("C5", 64, 56, 128, 1, 2, 0), ("C6", 128, 28, 128, 3, 1, 1),
-    ("C7", 128, 28, 256, 3, 2, 1), ("C8", 128, 28, 256, 1, 2, 0), ("C9", 256, 14, 256, 3, 1, 1),
-    ("C10", 256, 14, 512, 3, 2, 1), ("C11", 256, 14, 512, 1, 2, 0), ("C12", 512, 7, 512, 3, 1, 1),
-]
 
 
 def num(pattern, sec):
@@ -54,7 +49,7 @@ for i in range(1, len(sections), 2):
     print(f"\n### ResNet-18 conv layers, {nt} thread{plural} (GFLOP/s over padded taps; autotune ms)\n")
     print("| layer | C→K, H, R/stride | autotune | ms | im2col+OpenBLAS | oneDNN | ONNX Runtime | autotune vs best peer |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, c, h, k, r, st, pad in LAYERS:
+    for name, c, h, k, r, st, pad, _ in LAYERS:
         m = re.search(rf"layer {name} threads={nt}:\s+([\d.]+) ms\s+([\d.]+) GFLOP/s", sec)
         ms, a = (float(m.group(1)), float(m.group(2))) if m else (None, None)
         key = rf"threads={nt} C={c} H={h} W={h} K={k} R={r} S={r} stride={st} pad={pad} gflops_med=([\d.]+)"
