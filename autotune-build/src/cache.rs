@@ -2,7 +2,7 @@
 //! meant to be committed. One file per operator keeps diffs small; entries are
 //! sorted, so a file changes only where a result changed.
 //!
-//! An entry is keyed by the exact workload (`tune::workload_id`: operator IR
+//! An entry is keyed by the exact workload ([`WorkloadId`]: operator IR
 //! fingerprint and shapes), the target (triple and ISA level) and the generator
 //! version of the schedule space; it records the config (knob → value), its
 //! throughput, how it was found, on which CPU and compiler, and when.
@@ -14,11 +14,8 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use autotune_codegen::{Config, Target, WorkloadId};
 use serde::{Deserialize, Serialize};
-
-use crate::measure::{self, Workload};
-use crate::space::Config;
-use crate::tune;
 
 /// Version of the schedule space and lowering: entries of another version are
 /// stale (their configs may mean something else) and are never applied.
@@ -28,9 +25,9 @@ pub const GENERATOR_VERSION: u32 = 1;
 pub struct Entry {
     /// Readable workload, e.g. `matmul[M1024 K1024 N1024]`.
     pub workload: String,
-    pub workload_id: String,
+    pub workload_id: WorkloadId,
     /// `<target triple>/<isa level>`.
-    pub target: String,
+    pub target: Target,
     pub generator: u32,
     pub gflops: f64,
     pub trials: usize,
@@ -42,31 +39,6 @@ pub struct Entry {
     pub config: Config,
 }
 
-impl Entry {
-    /// The entry for a config of `w` measured on this machine today.
-    pub fn measured(
-        w: &Workload,
-        config: Config,
-        gflops: f64,
-        trials: usize,
-        tuner: &str,
-    ) -> Entry {
-        Entry {
-            workload: w.key(),
-            workload_id: tune::workload_id(w),
-            target: tune::target(),
-            generator: GENERATOR_VERSION,
-            gflops,
-            trials,
-            tuner: tuner.to_string(),
-            cpu: cpu_model(),
-            compiler: measure::compiler_version(),
-            date: today(),
-            config,
-        }
-    }
-}
-
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct CacheFile {
     #[serde(default, rename = "entry")]
@@ -75,9 +47,10 @@ struct CacheFile {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
-    #[error("cannot read the tuning cache {}: {source}", path.display())]
+    #[error("cannot read the tuning cache {}", path.display())]
     Read {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
     #[error(
@@ -90,9 +63,10 @@ pub enum CacheError {
         line: usize,
         message: String,
     },
-    #[error("cannot write the tuning cache {}: {source}", path.display())]
+    #[error("cannot write the tuning cache {}", path.display())]
     Write {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
 }
@@ -134,10 +108,10 @@ pub enum Lookup {
     Miss,
 }
 
-pub fn lookup(entries: &[Entry], workload_id: &str, target: &str) -> Lookup {
+pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target) -> Lookup {
     match entries
         .iter()
-        .find(|e| e.workload_id == workload_id && e.target == target)
+        .find(|e| e.workload_id == *workload_id && e.target == *target)
     {
         Some(e) if e.generator == GENERATOR_VERSION => Lookup::Hit(e.clone()),
         Some(e) => Lookup::Stale(e.clone()),
@@ -185,8 +159,13 @@ fn rewrite(dir: &Path, op: &str, change: impl FnOnce(&mut Vec<Entry>)) -> Result
             _ => Ok(()),
         };
     }
-    entries.sort_by(|a, b| {
-        (&a.workload, &a.target, &a.workload_id).cmp(&(&b.workload, &b.target, &b.workload_id))
+    // Sorted by the text of each key, as the file shows them.
+    entries.sort_by_cached_key(|e| {
+        (
+            e.workload.clone(),
+            e.target.to_string(),
+            e.workload_id.to_string(),
+        )
     });
     let text = format!(
         "# Tuning cache of `{op}`, written by autotune (commit it; see `cargo autotune show`).\n\n{}",

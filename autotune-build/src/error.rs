@@ -10,14 +10,16 @@ pub enum Error {
          call it from build.rs"
     )]
     NotInBuildScript,
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
     /// A syntax or language error in a source file.
@@ -29,6 +31,8 @@ pub enum Error {
         value: String,
         expected: &'static str,
     },
+    #[error("{}: {message}", path.display())]
+    BadMetadata { path: PathBuf, message: String },
     #[error(transparent)]
     Cache(#[from] crate::cache::CacheError),
     #[error(
@@ -37,20 +41,18 @@ pub enum Error {
         missing.join(", ")
     )]
     Locked { missing: Vec<String> },
-    #[error("tuning {workload} failed: {message}")]
-    Tune { workload: String, message: String },
-    #[error(
-        "{workload} is not in the tuning cache, and this build of autotune-build cannot tune: \
-         its `xgboost` feature (the cost model) is off. Turn the feature on, commit a tuning \
-         cache entry for the workload, or build with AUTOTUNE=cached to use the default schedule"
-    )]
-    NoCostModel { workload: String },
-    #[error("operator `{op}`, kernel {variant}: {source}")]
-    Config {
-        op: String,
-        variant: String,
-        source: crate::space::ConfigError,
+    #[cfg(feature = "tune")]
+    #[error("tuning {workload} failed")]
+    Tune {
+        workload: String,
+        #[source]
+        source: autotune_tune::TuneError,
     },
+    #[cfg(feature = "tune")]
+    #[error("tuning {workload} failed: no config ran correctly ({errors})")]
+    NothingRan { workload: String, errors: String },
+    #[error(transparent)]
+    Config(#[from] autotune_codegen::CodegenError),
     #[error(
         "operator `{name}` is defined twice ({first} and {second}); operator names must be \
          unique within a package"
@@ -67,11 +69,27 @@ pub enum Error {
     )]
     NoCompiler { detail: String },
     #[error(
-        "the C compiler failed on the generated kernels in {}:\n{message}\nThis is a bug in \
+        "the C compiler failed on the generated kernels in {}. This is a bug in \
          autotune-build; please report it with the operator that triggered it",
         dir.display()
     )]
-    Compile { dir: PathBuf, message: String },
+    Compile {
+        dir: PathBuf,
+        #[source]
+        source: cc::Error,
+    },
+}
+
+/// An error and its causes, one after another (`error: cause: cause`), as a
+/// build script prints it.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(":\n  {c}"));
+        cause = c.source();
+    }
+    text
 }
 
 /// An error at a place in a source file, printed as rustc prints its own:

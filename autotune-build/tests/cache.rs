@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use autotune_build::cache::{self, Entry, Lookup};
-use autotune_build::space::Config;
+use autotune_codegen::Config;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cache-{name}"));
@@ -12,11 +12,23 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A distinct workload id per readable name.
+fn id(workload: &str) -> autotune_codegen::WorkloadId {
+    let n = workload
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    format!("mm:{n:016x}:1").parse().unwrap()
+}
+
+fn target(text: &str) -> autotune_codegen::Target {
+    text.parse().unwrap()
+}
+
 fn entry(workload: &str, gflops: f64) -> Entry {
     Entry {
         workload: workload.to_string(),
-        workload_id: format!("{workload}:id"),
-        target: "x86_64-unknown-linux-gnu/avx512".to_string(),
+        workload_id: id(workload),
+        target: target("x86_64-unknown-linux-gnu/avx512"),
         generator: cache::GENERATOR_VERSION,
         gflops,
         trials: 10,
@@ -46,17 +58,21 @@ fn round_trip_sorted_and_replaced() {
         "stable output"
     );
     assert_eq!(
-        cache::lookup(&entries, "mm[M1]:id", "x86_64-unknown-linux-gnu/avx512"),
+        cache::lookup(
+            &entries,
+            &id("mm[M1]"),
+            &target("x86_64-unknown-linux-gnu/avx512")
+        ),
         Lookup::Hit(entry("mm[M1]", 1.0))
     );
     assert_eq!(
-        cache::lookup(&entries, "mm[M1]:id", "aarch64/baseline"),
+        cache::lookup(&entries, &id("mm[M1]"), &target("aarch64/baseline")),
         Lookup::Miss
     );
     let mut old = entry("mm[M3]", 1.0);
     old.generator = 0;
     assert!(matches!(
-        cache::lookup(&[old.clone()], "mm[M3]:id", &old.target),
+        cache::lookup(&[old.clone()], &id("mm[M3]"), &old.target),
         Lookup::Stale(_)
     ));
 }

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use autotune_build::codegen::Isa;
 use autotune_build::{load_operators, Error};
+use autotune_codegen::Isa;
 use autotune_lang::mangle::Package;
 
 fn pkg() -> Package {
@@ -16,7 +16,7 @@ fn pkg() -> Package {
 
 fn operator_c(pkg: &Package, op: &autotune_lang::Operator) -> String {
     let configs = vec![None; op.specializations.len()];
-    autotune_build::operator_c(pkg, op, &configs, &[Isa::Avx2, Isa::Baseline]).unwrap()
+    autotune_codegen::operator_c(pkg, op, &configs, &[Isa::Avx2, Isa::Baseline]).unwrap()
 }
 
 fn ops_from(source: &str) -> Result<Vec<autotune_build::SourceOp>, Error> {

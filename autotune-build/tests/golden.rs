@@ -9,9 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use autotune_build::cache::{self, Lookup};
-use autotune_build::codegen::Isa;
-use autotune_build::measure::Workload;
-use autotune_build::tune;
+use autotune_codegen::{Isa, Workload};
 use autotune_lang::mangle::{self, Package, Variant};
 
 fn root() -> PathBuf {
@@ -46,10 +44,12 @@ fn entries(cache: &str, sources: &[&str]) -> String {
         for e in &entries {
             let spec = (0..op.specializations.len())
                 .find(|&spec| {
-                    tune::workload_id(&Workload {
+                    Workload {
                         op: op.clone(),
                         spec,
-                    }) == e.workload_id
+                    }
+                    .id()
+                        == e.workload_id
                 })
                 .unwrap_or_else(|| {
                     panic!(
@@ -66,11 +66,11 @@ fn entries(cache: &str, sources: &[&str]) -> String {
                 e.workload_id,
                 e.target
             );
-            let c = autotune_build::variant_c(
+            let c = autotune_codegen::variant_c(
                 &pkg,
                 op,
                 Variant::Specialized(spec),
-                Some(e.config.clone()),
+                Some(&e.config),
                 &Isa::levels("x86_64"),
             )
             .unwrap();

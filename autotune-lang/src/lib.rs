@@ -5,8 +5,10 @@
 //! ([`ir`]), and the kernel symbol names ([`mangle`]). It knows nothing of
 //! schedules, C or Rust code generation: the macro and the build helper each lower
 //! the same [`ir::Operator`] to their side. [`eval`] interprets the IR directly,
-//! as the reference the tuner and the tests check kernels against.
+//! as the reference the tuner and the tests check kernels against; [`analysis`]
+//! holds the facts about the IR that code generation builds on.
 
+pub mod analysis;
 pub mod eval;
 pub mod ir;
 pub mod mangle;

@@ -19,12 +19,42 @@ mod plot;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use autotune_build::measure::{self, TimingOptions, Workload};
-use autotune_build::space::{Config, Space};
-use autotune_build::tune::{self, TuneOptions};
-use autotune_build::{cache, history};
+use autotune_build::cache;
+use autotune_codegen::{Config, Isa, Space, Target, Workload};
+use autotune_tune::measure::{self, TimingOptions};
+use autotune_tune::{TuneOptions, TunerSpec, TuningSession};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// What measurements here stand for: this machine's triple and best ISA level,
+/// capped by `AUTOTUNE_ISA` as a build caps it.
+fn host_target() -> Result<Target> {
+    let best = Isa::detect();
+    let isa = match std::env::var("AUTOTUNE_ISA").ok().as_deref() {
+        None | Some("") => best,
+        Some(v @ ("avx2" | "baseline")) => v.parse::<Isa>()?.min(best),
+        Some(v) => bail!("AUTOTUNE_ISA={v:?} is not understood: expected avx2 or baseline"),
+    };
+    Ok(Target {
+        triple: autotune_tune::HOST_TRIPLE.to_string(),
+        isa,
+    })
+}
+
+/// The thread count the kernels ship with here (`AUTOTUNE_NUM_THREADS`, else
+/// the CPUs this process may use): what `tune` and `verify` time with by default.
+fn shipped_threads() -> usize {
+    autotune_tune::shipped_threads(std::env::var("AUTOTUNE_NUM_THREADS").ok().as_deref())
+}
+
+/// The per-user store of record logs, as the build finds it.
+fn user_store() -> Option<PathBuf> {
+    autotune_tune::history::user_store(
+        std::env::var_os("AUTOTUNE_HISTORY"),
+        std::env::var_os("XDG_CACHE_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
 
 #[derive(Parser)]
 #[command(name = "cargo", bin_name = "cargo")]
@@ -40,7 +70,7 @@ struct Cli {
 }
 
 #[derive(Args, Clone)]
-struct Target {
+struct OpArgs {
     /// Source file holding the #[tensor_op] operators.
     #[arg(long, default_value = "src/ops.rs")]
     file: PathBuf,
@@ -57,7 +87,7 @@ enum Command {
     /// Print each workload's schedule space and default config.
     Space {
         #[command(flatten)]
-        target: Target,
+        target: OpArgs,
         /// Also list every knob with its choices.
         #[arg(long)]
         knobs: bool,
@@ -65,7 +95,7 @@ enum Command {
     /// Compile one config, check it against the reference and time it.
     Bench {
         #[command(flatten)]
-        target: Target,
+        target: OpArgs,
         /// The config (`knob=value` pairs); the space's default when omitted.
         #[arg(long, conflicts_with = "cached")]
         config: Option<String>,
@@ -92,11 +122,12 @@ enum Command {
     /// Tune one workload: propose, compile, check, time, log; print the best.
     Tune {
         #[command(flatten)]
-        target: Target,
-        /// xgb-rank (the model-guided search), xgb-reg, xgb-rank-nodiv,
-        /// xgb-rank-knobs, xgb-rank-curve, genetic, random or grid.
-        #[arg(long, default_value = tune::DEFAULT_TUNER)]
-        tuner: String,
+        target: OpArgs,
+        /// xgb-rank (the model-guided search, the default with the cost
+        /// model), xgb-reg, xgb-rank-nodiv, xgb-rank-knobs, xgb-rank-curve,
+        /// genetic (the default without it), random or grid.
+        #[arg(long)]
+        tuner: Option<TunerSpec>,
         /// Trials in total (those resumed from the log included).
         #[arg(long, default_value_t = 64)]
         trials: usize,
@@ -109,8 +140,10 @@ enum Command {
         /// Configs compiled into one measurement program.
         #[arg(long, default_value_t = 16)]
         batch: usize,
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
+        /// Threads of the kernel's pool (default: what the kernels ship with,
+        /// as the build tunes).
+        #[arg(long)]
+        threads: Option<usize>,
         /// Record log (JSON lines) to resume from and append to.
         #[arg(long, default_value = "target/autotune/records.jsonl")]
         log: PathBuf,
@@ -155,16 +188,17 @@ enum Command {
     /// Re-measure the cached kernels on this machine: correctness and drift.
     Verify {
         #[command(flatten)]
-        target: Target,
+        target: OpArgs,
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
+        /// Threads of the kernel's pool (default: what the kernels ship with).
+        #[arg(long)]
+        threads: Option<usize>,
     },
     /// Drop cache entries of operators and shapes the source no longer has.
     Prune {
         #[command(flatten)]
-        target: Target,
+        target: OpArgs,
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
     },
@@ -172,7 +206,7 @@ enum Command {
     /// cartesian product of `knob=v1|v2|...` alternatives) in one batch.
     Sweep {
         #[command(flatten)]
-        target: Target,
+        target: OpArgs,
         /// File with one config per line; `knob=a|b` expands to every choice.
         #[arg(long)]
         configs: PathBuf,
@@ -198,7 +232,7 @@ fn expand(line: &str) -> Vec<String> {
     out
 }
 
-fn load(target: &Target) -> Result<Vec<autotune_lang::Operator>> {
+fn load(target: &OpArgs) -> Result<Vec<autotune_lang::Operator>> {
     let dir = target.file.parent().unwrap_or(std::path::Path::new("."));
     let name = target.file.file_name().context("--file names a file")?;
     let ops = autotune_build::load_operators(dir, &[PathBuf::from(name)])?;
@@ -222,7 +256,7 @@ fn load(target: &Target) -> Result<Vec<autotune_lang::Operator>> {
 }
 
 /// The workload `--op` / `--spec` names.
-fn workload(target: &Target) -> Result<Workload> {
+fn workload(target: &OpArgs) -> Result<Workload> {
     let op = load(target)?.remove(0);
     if target.spec >= op.specializations.len() {
         bail!(
@@ -285,12 +319,13 @@ fn main() -> Result<()> {
                 Some(text) => text.parse::<Config>().map_err(anyhow::Error::msg)?,
                 None if cached => {
                     let entries = cache::load(&cache, &w.op.name)?;
-                    match cache::lookup(&entries, &tune::workload_id(&w), &tune::target()) {
+                    let target = host_target()?;
+                    match cache::lookup(&entries, &w.id(), &target) {
                         cache::Lookup::Hit(e) => e.config,
                         _ => anyhow::bail!(
                             "{} has no current entry for {} in {}",
                             w.key(),
-                            tune::target(),
+                            target,
                             cache.display()
                         ),
                     }
@@ -306,13 +341,9 @@ fn main() -> Result<()> {
                 samples,
                 ..TimingOptions::default()
             };
-            let m = measure::bench(&w, &config, &dir, &opts)?;
-            println!(
-                "{} ({} threads, {})",
-                w.key(),
-                threads,
-                measure::host_isa().name()
-            );
+            let isa = host_target()?.isa;
+            let m = measure::bench(&w, &config, isa, &dir, &opts)?;
+            println!("{} ({} threads, {isa})", w.key(), threads);
             println!("config: {config}");
             println!(
                 "{:.2} GFLOP/s  (median {:.3} ms, min {:.3}, max {:.3})",
@@ -340,41 +371,50 @@ fn main() -> Result<()> {
             no_transfer,
         } => {
             let w = workload(&target)?;
-            let past = if no_transfer {
-                None
-            } else {
-                let sources = if history.is_empty() {
-                    let mut s = vec![cache.join("records"), log.clone()];
-                    s.extend(history::user_store());
-                    s
-                } else {
-                    history
-                };
-                // Every operator of the file can be described, at any shapes.
-                let ops = load(&Target {
-                    op: None,
-                    ..target.clone()
-                })?;
-                let (past, problems) = history::History::for_tuning(&w, &sources, &ops);
-                for p in problems {
-                    eprintln!("warning: tuning history skipped: {p}");
-                }
-                Some(past)
-            };
-            let mut t =
-                tune::tuner_by_name(&tuner, seed, &w, past.as_ref()).map_err(anyhow::Error::msg)?;
-            let opts = TuneOptions {
-                trials,
-                time: seconds.map(std::time::Duration::from_secs_f64),
-                early_stop,
-                batch,
-                timing: TimingOptions {
-                    threads,
-                    ..TuneOptions::default().timing
+            // Every operator of the file can be learned from, at any shapes.
+            let ops = load(&OpArgs {
+                op: None,
+                ..target.clone()
+            })?;
+            let entries = cache::load(&cache, &w.op.name)?;
+            let host = host_target()?;
+            let id = w.id();
+            let defaults = TuneOptions::default();
+            let user_store = user_store();
+            let session = TuningSession {
+                workload: &w,
+                operators: &ops,
+                tuner: tuner.unwrap_or_else(TunerSpec::default_for_build),
+                options: TuneOptions {
+                    trials,
+                    time: seconds.map(std::time::Duration::from_secs_f64),
+                    early_stop,
+                    batch,
+                    timing: TimingOptions {
+                        threads: threads.unwrap_or_else(shipped_threads),
+                        ..defaults.timing
+                    },
+                    dir,
+                    log: Some(log.clone()),
+                    seed,
+                    target: host.clone(),
                 },
-                dir,
-                log: Some(log.clone()),
-                seed,
+                history: (!no_transfer).then(|| {
+                    if history.is_empty() {
+                        let mut s = vec![cache.join("records"), log.clone()];
+                        s.extend(user_store.clone());
+                        s
+                    } else {
+                        history
+                    }
+                }),
+                // The cached winners of the operator's other workloads, as the build.
+                seeds: entries
+                    .iter()
+                    .filter(|e| e.workload_id != id && e.target == host)
+                    .map(|e| e.config.clone())
+                    .collect(),
+                mirror: None,
             };
             let bar = if json {
                 ProgressBar::hidden()
@@ -389,7 +429,7 @@ fn main() -> Result<()> {
                 .progress_chars("=> "),
             );
             bar.set_prefix(w.key());
-            let summary = tune::tune(&w, t.as_mut(), &opts, &mut |_, s| {
+            let report = session.run(&mut |_, s| {
                 bar.set_position(s.trials as u64);
                 let errors: usize = s.errors.values().sum();
                 bar.set_message(format!(
@@ -398,10 +438,14 @@ fn main() -> Result<()> {
                 ));
             })?;
             bar.finish_and_clear();
+            for note in &report.notes {
+                eprintln!("warning: {note}");
+            }
+            let summary = &report.summary;
             if json {
                 let v = serde_json::json!({
                     "workload": summary.workload,
-                    "tuner": t.name(),
+                    "tuner": report.tuner,
                     "trials": summary.trials,
                     "resumed": summary.resumed,
                     "best_gflops": summary.best.as_ref().map(|b| b.1),
@@ -411,7 +455,7 @@ fn main() -> Result<()> {
                     "seconds": summary.elapsed.as_secs_f64(),
                     "compile_seconds": summary.compile.as_secs_f64(),
                     "tuner_seconds": summary.tuner.as_secs_f64(),
-                    "tuner_stats": t.stats().into_iter().collect::<std::collections::BTreeMap<_, _>>(),
+                    "tuner_stats": report.stats.iter().copied().collect::<std::collections::BTreeMap<_, _>>(),
                     "log": log,
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);
@@ -422,7 +466,7 @@ fn main() -> Result<()> {
                     summary.trials,
                     summary.resumed,
                     summary.elapsed.as_secs_f64(),
-                    t.name(),
+                    report.tuner,
                     (summary.trials - summary.resumed) as f64
                         / summary.elapsed.as_secs_f64().max(1e-9)
                 );
@@ -442,8 +486,19 @@ fn main() -> Result<()> {
                 println!("records: {}", log.display());
             }
             if let (true, Some((config, gflops))) = (save, &summary.best) {
-                let entry =
-                    cache::Entry::measured(&w, config.clone(), *gflops, summary.trials, t.name());
+                let entry = cache::Entry {
+                    workload: w.key(),
+                    workload_id: w.id(),
+                    target: host.clone(),
+                    generator: cache::GENERATOR_VERSION,
+                    gflops: *gflops,
+                    trials: summary.trials,
+                    tuner: report.tuner.clone(),
+                    cpu: cache::cpu_model(),
+                    compiler: measure::compiler_version(),
+                    date: cache::today(),
+                    config: config.clone(),
+                };
                 cache::store(&cache, &w.op.name, entry)?;
                 if !json {
                     println!("saved to {}", cache::file_of(&cache, &w.op.name).display());
@@ -472,7 +527,7 @@ fn main() -> Result<()> {
         Command::Plot { log, workload, out } => {
             let mut records = Vec::new();
             for l in &log {
-                records.extend(tune::load_log(l)?);
+                records.extend(autotune_tune::record::load_log(l)?);
             }
             records.retain(|r| workload.as_ref().is_none_or(|w| &r.workload == w));
             if records.is_empty() {
@@ -490,6 +545,8 @@ fn main() -> Result<()> {
             threads,
         } => {
             let mut bad = 0;
+            let host = host_target()?;
+            let threads = threads.unwrap_or_else(shipped_threads);
             for op in load(&target)? {
                 let entries = cache::load(&cache, &op.name)?;
                 for spec in 0..op.specializations.len() {
@@ -497,14 +554,14 @@ fn main() -> Result<()> {
                         op: op.clone(),
                         spec,
                     };
-                    match cache::lookup(&entries, &tune::workload_id(&w), &tune::target()) {
+                    match cache::lookup(&entries, &w.id(), &host) {
                         cache::Lookup::Hit(e) => {
                             let opts = TimingOptions {
                                 threads,
                                 ..TimingOptions::default()
                             };
                             let dir = PathBuf::from("target/autotune/verify");
-                            match measure::bench(&w, &e.config, &dir, &opts) {
+                            match measure::bench(&w, &e.config, host.isa, &dir, &opts) {
                                 Ok(m) => println!(
                                     "{:<40} correct  {:>8.2} GFLOP/s now, {:>8.2} cached ({:+.1}%)",
                                     w.key(),
@@ -520,7 +577,7 @@ fn main() -> Result<()> {
                         }
                         cache::Lookup::Stale(_) => println!("{:<40} stale entry", w.key()),
                         cache::Lookup::Miss => {
-                            println!("{:<40} not cached for {}", w.key(), tune::target())
+                            println!("{:<40} not cached for {host}", w.key())
                         }
                     }
                 }
@@ -531,22 +588,23 @@ fn main() -> Result<()> {
         }
         Command::Prune { target, cache } => {
             let only = target.op.clone();
-            let ops = load(&Target { op: None, ..target })?;
+            let ops = load(&OpArgs { op: None, ..target })?;
             // With --op, only that operator's file: a cache shared by several crates
             // holds operators this source does not define.
             for name in cache::operators(&cache)?
                 .into_iter()
                 .filter(|n| only.as_ref().is_none_or(|o| o == n))
             {
-                let ids: Vec<String> = ops
+                let ids: Vec<autotune_codegen::WorkloadId> = ops
                     .iter()
                     .filter(|o| o.name == name)
                     .flat_map(|o| {
                         (0..o.specializations.len()).map(|spec| {
-                            tune::workload_id(&Workload {
+                            Workload {
                                 op: o.clone(),
                                 spec,
-                            })
+                            }
+                            .id()
                         })
                     })
                     .collect();
@@ -588,7 +646,8 @@ fn main() -> Result<()> {
                 samples,
                 ..TimingOptions::default()
             };
-            let batch = measure::build_batch(&w, &list, &dir, 1)?;
+            let isa = host_target()?.isa;
+            let batch = measure::build_batch(&w, &list, isa, &dir, 1)?;
             let mut results = Vec::new();
             for (i, c) in list.iter().enumerate() {
                 let r = batch
@@ -601,10 +660,8 @@ fn main() -> Result<()> {
             }
             results.sort_by(|a, b| b.0.total_cmp(&a.0));
             println!(
-                "{} ({} threads, {}): {} configs",
+                "{} ({threads} threads, {isa}): {} configs",
                 w.key(),
-                threads,
-                measure::host_isa().name(),
                 list.len()
             );
             for (g, c) in results {

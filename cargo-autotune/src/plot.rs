@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use autotune_build::tune::Record;
+use autotune_tune::Record;
 
 const W: f64 = 720.0;
 const H: f64 = 420.0;
@@ -122,8 +122,8 @@ mod tests {
     fn rec(workload: &str, tuner: &str, g: Option<f64>) -> Record {
         Record {
             workload: workload.into(),
-            workload_id: String::new(),
-            target: String::new(),
+            workload_id: "mm:0000000000000000:1".parse().unwrap(),
+            target: "x86_64-unknown-linux-gnu/avx512".parse().unwrap(),
             tuner: tuner.into(),
             config: Default::default(),
             gflops: g,

@@ -8,20 +8,24 @@
 //! `AUTOTUNE_PROPTEST_SEED` the seed; `AUTOTUNE_ISA=avx2|baseline` runs the same
 //! test on the fallback ISA levels.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use autotune_build::measure::{self, Workload};
-use autotune_build::space::{Config, Space};
+use autotune_codegen::Workload;
+use autotune_codegen::{Config, Space};
 use autotune_lang::ir::{Operator, Specialization};
+use autotune_tune::measure;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+mod common;
+
 fn test_ops() -> Vec<Operator> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/src");
-    autotune_build::load_operators(&dir, &[PathBuf::from("ops.rs")])
-        .expect("the test set parses")
+    let text = std::fs::read_to_string(dir.join("ops.rs")).unwrap();
+    let file = syn::parse_file(&text).expect("the test set parses");
+    autotune_lang::find_tensor_ops(&file)
         .into_iter()
-        .map(|s| s.op)
+        .map(|f| autotune_lang::parse_operator(f.attr, f.item).expect("the test set parses"))
         .collect()
 }
 
@@ -96,11 +100,11 @@ fn canonical_index_ignores_the_knobs_of_a_fused_epilogue() {
     let spec = op.specializations[0].values.clone();
     let space = Space::new(&op, &spec);
     let c_of = |i: u128| {
-        autotune_build::kernel_c(
+        autotune_codegen::kernel_c(
             &op,
             autotune_lang::mangle::Variant::Specialized(0),
-            Some(space.config_at(i)),
-            &[autotune_build::measure::host_isa()],
+            Some(&space.config_at(i)),
+            &[common::target().isa],
             "k".into(),
             "p".into(),
         )
@@ -114,13 +118,13 @@ fn canonical_index_ignores_the_knobs_of_a_fused_epilogue() {
         assert_eq!(space.canonical(canon), canon, "idempotent");
         let c = space.config_at(i);
         let live = space.live_knobs(&space.digits(i));
-        if c.0["y.fuse"].to_string() == "1" {
+        if c.get("y.fuse").map(|v| v.to_string()).as_deref() == Some("1") {
             fused += 1;
             assert!(space
                 .knobs
                 .iter()
                 .zip(&live)
-                .any(|(k, l)| !l && k.name.starts_with("output.")));
+                .any(|(k, l)| !l && k.name.stage == "output"));
             if fused <= 5 {
                 assert_eq!(c_of(i), c_of(canon), "dead knobs do not change the code");
             }
@@ -152,8 +156,8 @@ fn random_configs_match_the_reference() {
     let cases = env_u64("AUTOTUNE_PROPTEST_CASES", 3) as usize;
     let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
     let mut rng = StdRng::seed_from_u64(seed);
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("space-{}", measure::host_isa().name()));
+    let root =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("space-{}", common::target().isa));
     let mut checked = 0;
     for op in test_ops() {
         let Some(op) = with_random_shape(&op, &mut rng) else {
@@ -168,7 +172,7 @@ fn random_configs_match_the_reference() {
             let mut configs = vec![space.default_config(&op, w.shapes())];
             configs.extend((0..cases).map(|_| space.config_at(rng.gen_range(0..space.size()))));
             let dir = root.join(format!("{}-{spec}", op.name));
-            let batch = measure::build_batch(&w, &configs, &dir, seed)
+            let batch = measure::build_batch(&w, &configs, common::target().isa, &dir, seed)
                 .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
             // The batch's reference (the generic kernel) against the interpreter.
             let inputs: Vec<Vec<f64>> = (0..op.inputs.len())

@@ -2,12 +2,13 @@
 //! deterministic with one length per workload, the model learns a known order,
 //! and a tiny model-guided run completes.
 
-use autotune_build::features::{FeatureSet, Featurizer};
-use autotune_build::measure::Workload;
-use autotune_build::model::{self, Matrix, Objective, TrainingSet};
-use autotune_build::search::{self, SearchOptions};
-use autotune_build::space::Space;
-use autotune_build::tune::{self, TuneOptions, Tuner};
+use autotune_codegen::Space;
+use autotune_codegen::Workload;
+use autotune_tune::features::{FeatureSet, Featurizer};
+use autotune_tune::model::{self, Matrix, Objective, TrainingSet};
+use autotune_tune::search::{self, SearchOptions};
+use autotune_tune::session::{self as tune, TuneOptions};
+use autotune_tune::{record, Tuner};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -66,16 +67,16 @@ fn itervar_features_see_the_loop_nest() {
     let key = other
         .0
         .keys()
-        .find(|k| k.ends_with(".unroll"))
+        .find(|k| k.kind == autotune_codegen::KnobKind::Unroll)
         .unwrap()
         .clone();
     let u = match &other.0[&key] {
-        autotune_build::space::Value::Int(u) => *u,
+        autotune_codegen::Value::Int(u) => *u,
         _ => unreachable!(),
     };
     other.0.insert(
         key,
-        autotune_build::space::Value::Int(if u == 1 { 4 } else { 1 }),
+        autotune_codegen::Value::Int(if u == 1 { 4 } else { 1 }),
     );
     assert_ne!(a, f.features(&other).unwrap());
     // The total arithmetic (a kernel-wide feature) is that of the operator: 2·64³
@@ -204,7 +205,7 @@ fn a_tiny_model_guided_run_completes() {
         t.overhead
     );
     assert!(t.overhead.scored > 0);
-    let log = tune::load_log(&dir.join("records.jsonl")).unwrap();
+    let log = record::load_log(&dir.join("records.jsonl")).unwrap();
     assert_eq!(t.name(), "xgb-rank");
     assert!(log.iter().all(|r| r.tuner == "xgb-rank"));
     // The seed is measured in the first batch, after the default.
@@ -215,10 +216,10 @@ fn a_tiny_model_guided_run_completes() {
 #[test]
 fn tuners_by_name() {
     let w = gemm(8, 8, 8);
-    for name in tune::TUNERS {
-        let t = tune::tuner_by_name(name, 1, &w, None).unwrap();
+    for name in autotune_tune::TunerSpec::NAMES {
+        let t = common::tuner(name, 1, &w, None);
         assert_eq!(t.name(), *name);
     }
-    let e = tune::tuner_by_name("xgb-best", 1, &w, None).err().unwrap();
-    assert!(e.contains("unknown tuner `xgb-best`"), "{e}");
+    let e = "xgb-best".parse::<autotune_tune::TunerSpec>().unwrap_err();
+    assert!(e.to_string().contains("unknown tuner `xgb-best`"), "{e}");
 }

@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
-use autotune_build::measure::{Candidate, ErrorClass, Workload};
-use autotune_build::space::Space;
-use autotune_build::tune;
+use autotune_codegen::Space;
+use autotune_codegen::Workload;
+use autotune_tune::measure::{Candidate, ErrorClass};
+use autotune_tune::session as tune;
+use autotune_tune::{record, tuner};
 
 mod common;
 
@@ -71,7 +73,7 @@ fn every_fault_is_recorded_with_its_class() {
         records[2]
     );
     // Every trial is in the log, in order.
-    let logged = tune::load_log(opts.log.as_ref().unwrap()).unwrap();
+    let logged = record::load_log(opts.log.as_ref().unwrap()).unwrap();
     assert_eq!(logged, records);
 }
 
@@ -81,7 +83,7 @@ fn a_run_resumes_from_its_log() {
     let dir = scratch("tune-resume");
     let mut opts = options(&dir);
     opts.trials = 5;
-    let first = tune::tune(&w, &mut tune::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     assert_eq!((first.trials, first.resumed), (5, 0));
     assert!(
         first.default_gflops.is_some(),
@@ -89,12 +91,12 @@ fn a_run_resumes_from_its_log() {
     );
     opts.trials = 9;
     let mut seen = 0;
-    let second = tune::tune(&w, &mut tune::RandomTuner::new(4), &opts, &mut |_, _| {
+    let second = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {
         seen += 1
     })
     .unwrap();
     assert_eq!((second.trials, second.resumed, seen), (9, 5, 4));
-    let log = tune::load_log(opts.log.as_ref().unwrap()).unwrap();
+    let log = record::load_log(opts.log.as_ref().unwrap()).unwrap();
     assert_eq!(log.len(), 9);
     let mut configs: Vec<_> = log.iter().map(|r| r.config.to_string()).collect();
     configs.sort();
@@ -111,7 +113,7 @@ fn grid_and_genetic_runs_complete() {
         let mut opts = options(&dir);
         opts.trials = 8;
         opts.early_stop = Some(100);
-        let mut t = tune::tuner_by_name(name, seed, &w, None).unwrap();
+        let mut t = common::tuner(name, seed, &w, None);
         let s = tune::tune(&w, t.as_mut(), &opts, &mut |_, _| {}).unwrap();
         assert_eq!(s.trials, 8, "{name}");
         assert_eq!(s.curve.len(), 8);
@@ -130,7 +132,7 @@ fn time_budget_and_early_stop_end_a_run() {
     let mut opts = options(&dir);
     opts.trials = 1000;
     opts.early_stop = Some(3);
-    let s = tune::tune(&w, &mut tune::RandomTuner::new(9), &opts, &mut |_, _| {}).unwrap();
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(9), &opts, &mut |_, _| {}).unwrap();
     assert!(
         s.trials < 1000,
         "early stopping ended the run after {} trials",
@@ -139,7 +141,7 @@ fn time_budget_and_early_stop_end_a_run() {
     opts.early_stop = None;
     opts.log = None;
     opts.time = Some(Duration::from_millis(1));
-    let s = tune::tune(&w, &mut tune::RandomTuner::new(9), &opts, &mut |_, _| {}).unwrap();
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(9), &opts, &mut |_, _| {}).unwrap();
     assert!(
         s.trials <= 4,
         "the time budget ends the run: {} trials",
@@ -152,7 +154,7 @@ fn a_corrupt_log_is_reported_with_its_line() {
     let dir = scratch("tune-corrupt");
     let path = dir.join("records.jsonl");
     std::fs::write(&path, "\n{\"workload\": 3}\n").unwrap();
-    let err = tune::load_log(&path).unwrap_err().to_string();
+    let err = record::load_log(&path).unwrap_err().to_string();
     assert!(
         err.contains("records.jsonl:2: not a tuning record"),
         "{err}"

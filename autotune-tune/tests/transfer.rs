@@ -5,14 +5,27 @@
 
 use std::path::{Path, PathBuf};
 
-use autotune_build::features::FeatureSet;
-use autotune_build::history::History;
-use autotune_build::measure::Workload;
-use autotune_build::space::Space;
-use autotune_build::tune::{self, Record, TuneOptions};
+use autotune_codegen::Space;
+use autotune_codegen::Workload;
 use autotune_lang::Operator;
+use autotune_tune::features::FeatureSet;
+use autotune_tune::history::History;
+use autotune_tune::record;
+use autotune_tune::session::{self as tune, TuneOptions};
+use autotune_tune::Record;
 
 mod common;
+
+/// A target with this triple but another ISA level than the tests measure at.
+fn other_isa() -> autotune_codegen::Target {
+    let mut t = common::target();
+    t.isa = if t.isa == autotune_codegen::Isa::Baseline {
+        autotune_codegen::Isa::Avx2
+    } else {
+        autotune_codegen::Isa::Baseline
+    };
+    t
+}
 
 use common::{gemm, workload};
 
@@ -41,9 +54,9 @@ fn options(dir: &Path, log: &str, trials: usize) -> TuneOptions {
 
 /// Tunes `w` briefly (genetic) into `dir/<log>`.
 fn tune_into(w: &Workload, dir: &Path, log: &str, trials: usize) -> Vec<Record> {
-    let mut t = tune::tuner_by_name("genetic", 5, w, None).unwrap();
+    let mut t = common::tuner("genetic", 5, w, None);
     tune::tune(w, t.as_mut(), &options(dir, log, trials), &mut |_, _| {}).unwrap();
-    tune::load_log(&dir.join(log)).unwrap()
+    record::load_log(&dir.join(log)).unwrap()
 }
 
 fn ops(ws: &[&Workload]) -> Vec<Operator> {
@@ -55,14 +68,14 @@ fn history_round_trips_and_filters() {
     let dir = scratch("store");
     let past = gemm(16, 32, 24);
     let records = tune_into(&past, &dir, "history/mm.jsonl", 8);
-    let here = tune::target();
+    let here = common::target();
     let sources = [dir.join("history")];
     // The tuned workload comes back with every trial described.
     let (h, problems) = History::load(&sources, &ops(&[&past]), &here, None, FeatureSet::Curve);
     assert!(problems.is_empty());
     assert_eq!(h.workloads.len(), 1);
     let p = &h.workloads[0];
-    assert_eq!(p.id, tune::workload_id(&past));
+    assert_eq!(p.id, past.id());
     assert_eq!(p.workload.shapes(), past.shapes());
     assert_eq!(p.trials.len(), records.len());
     let best = records.iter().filter_map(|r| r.gflops).fold(0.0, f64::max);
@@ -84,7 +97,7 @@ fn history_round_trips_and_filters() {
     let (h, _) = History::load(
         &sources,
         &ops(&[&past]),
-        "x86_64-unknown-linux-gnu/another-isa",
+        &other_isa(),
         None,
         FeatureSet::Curve,
     );
@@ -118,14 +131,14 @@ fn a_transfer_run_completes_and_starts_from_the_history() {
     let (h, _) = History::load(
         &[dir.join("history")],
         &ops(&[&past]),
-        &tune::target(),
+        &common::target(),
         None,
         FeatureSet::Curve,
     );
     let space = Space::new(&w.op, w.shapes());
     let seeds = h.seeds(&w, &space, 2, 8);
     assert!(!seeds.is_empty(), "the past best configs fit the new shape");
-    let mut t = tune::tuner_by_name("xgb-rank", 1, &w, Some(&h)).unwrap();
+    let mut t = common::tuner("xgb-rank", 1, &w, Some(&h));
     assert_eq!(t.name(), "xgb-rank-transfer");
     let s = tune::tune(
         &w,
@@ -136,7 +149,7 @@ fn a_transfer_run_completes_and_starts_from_the_history() {
     .unwrap();
     assert_eq!(s.trials, 12);
     assert!(s.best.is_some() && s.errors.is_empty(), "{:?}", s.errors);
-    let log = tune::load_log(&dir.join("new.jsonl")).unwrap();
+    let log = record::load_log(&dir.join("new.jsonl")).unwrap();
     // The first batch: the default config, then the history's best.
     assert!(log[..6].iter().any(|r| r.config == seeds[0]));
 }
@@ -147,16 +160,16 @@ fn transfer_never_breaks_tuning() {
     let other_op = gemv(32, 48);
     tune_into(&other_op, &dir, "history/mv.jsonl", 8);
     let w = gemm(20, 24, 12);
-    let here = tune::target();
+    let here = common::target();
     // Empty history: the plain model-guided tuner.
     let empty = History::default();
-    let t = tune::tuner_by_name("xgb-rank", 1, &w, Some(&empty)).unwrap();
+    let t = common::tuner("xgb-rank", 1, &w, Some(&empty));
     assert_eq!(t.name(), "xgb-rank");
     // History of another ISA level only: nothing loads, plain tuner.
     let (h, _) = History::load(
         &[dir.join("history")],
         &ops(&[&other_op]),
-        &format!("{here}-other"),
+        &other_isa(),
         None,
         FeatureSet::Curve,
     );
@@ -171,7 +184,7 @@ fn transfer_never_breaks_tuning() {
     );
     assert_eq!(h.workloads.len(), 1);
     for name in ["xgb-rank", "xgb-reg"] {
-        let mut t = tune::tuner_by_name(name, 2, &w, Some(&h)).unwrap();
+        let mut t = common::tuner(name, 2, &w, Some(&h));
         assert_eq!(t.name(), format!("{name}-transfer"));
         let log = format!("{name}.jsonl");
         let s = tune::tune(&w, t.as_mut(), &options(&dir, &log, 10), &mut |_, _| {}).unwrap();

@@ -14,51 +14,7 @@ use std::fmt::Write as _;
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
 use crate::loopnest::{IExpr, Kernel, ParamKind, Stmt, VExpr};
-
-/// An instruction-set level a kernel is compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    Avx512,
-    Avx2,
-    Baseline,
-}
-
-impl Isa {
-    /// Levels for a target architecture, best first.
-    pub fn levels(target_arch: &str) -> Vec<Isa> {
-        match target_arch {
-            "x86_64" => vec![Isa::Avx512, Isa::Avx2, Isa::Baseline],
-            _ => vec![Isa::Baseline],
-        }
-    }
-
-    /// The value `<runtime>_isa_level()` returns for this level.
-    fn code(self) -> i32 {
-        match self {
-            Isa::Avx512 => 2,
-            Isa::Avx2 => 1,
-            Isa::Baseline => 0,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Avx512 => "avx512",
-            Isa::Avx2 => "avx2",
-            Isa::Baseline => "baseline",
-        }
-    }
-
-    fn attribute(self) -> &'static str {
-        match self {
-            Isa::Avx512 => {
-                "__attribute__((target(\"avx512f,avx512vl,avx512bw,avx512dq,avx2,fma\"))) "
-            }
-            Isa::Avx2 => "__attribute__((target(\"avx2,fma\"))) ",
-            Isa::Baseline => "",
-        }
-    }
-}
+use crate::target::Isa;
 
 /// The header of a generated C file: includes, vector types, runtime functions.
 pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {

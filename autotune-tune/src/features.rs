@@ -28,9 +28,8 @@ use std::fmt;
 use autotune_lang::ir::{DType, Operator};
 use autotune_lang::mangle::Variant;
 
-use crate::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr};
-use crate::measure::Workload;
-use crate::space::{Config, ConfigError, Space, Value};
+use autotune_codegen::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr};
+use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
 
 /// Loops of the main statement described, innermost first.
 pub const LOOP_SLOTS: usize = 10;
@@ -141,7 +140,7 @@ impl Featurizer {
             }
             if nest.is_none() {
                 let plan = self.space.plan(&self.op, config)?;
-                let kernel = crate::lower::lower(
+                let kernel = autotune_codegen::lower::lower(
                     &self.op,
                     Variant::Specialized(self.spec),
                     Some(&plan),

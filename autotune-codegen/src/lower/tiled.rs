@@ -23,9 +23,11 @@ use std::collections::BTreeMap;
 
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, Stage, TensorRef};
 
+use super::naive::Lowerer;
+use super::names::buffer_name;
 use crate::loopnest::{IExpr, LoopKind, Scratch, Stmt, VExpr};
-use crate::lower::{buffer_name, Lowerer};
-use crate::space::{load_sites, single_reduction, Reduction, StagePlan};
+use crate::space::StagePlan;
+use autotune_lang::analysis::{load_sites, single_reduction, Reduction};
 
 /// Where a load reads from.
 #[derive(Clone, Debug)]

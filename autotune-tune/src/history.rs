@@ -4,22 +4,22 @@
 //! with features that keep their meaning across workloads.
 //!
 //! A record names its workload by operator fingerprint and shape values
-//! (`tune::workload_id`), so the trials of any operator whose definition is at
+//! ([`WorkloadId`]), so the trials of any operator whose definition is at
 //! hand can be lowered again and described at their own shapes, including
 //! shapes the source no longer specialises. Records of other targets (another
 //! ISA level or machine) are left out: their timings say nothing about this one.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+use autotune_codegen::{Config, Space, Target, Workload, WorkloadId};
 use autotune_lang::ir::{Operator, Specialization};
 
 use crate::features::{FeatureSet, Featurizer};
-use crate::measure::Workload;
 use crate::model::{Matrix, TrainingSet};
-use crate::space::{Config, Space};
-use crate::tune::{self, TuneError};
+use crate::record::{load_log, LogError, Record};
 
 /// Trials kept per past workload: its best and a spread of the rest, so that
 /// loading stays quick where features are computed in an unoptimised build
@@ -30,7 +30,7 @@ pub const MAX_TRIALS_PER_WORKLOAD: usize = 160;
 /// config: a build that tunes several workloads loads the history once per
 /// workload, and describing a config is the expensive part (more so in an
 /// unoptimised build script).
-type Described = Mutex<HashMap<(FeatureSet, String, Config), Vec<f32>>>;
+type Described = Mutex<HashMap<(FeatureSet, WorkloadId, Config), Vec<f32>>>;
 
 fn described() -> &'static Described {
     static CACHE: OnceLock<Described> = OnceLock::new();
@@ -41,7 +41,7 @@ fn described() -> &'static Described {
 #[derive(Clone, Debug)]
 pub struct Past {
     pub workload: Workload,
-    pub id: String,
+    pub id: WorkloadId,
     /// Config, throughput (`None`: failed) and features.
     pub trials: Vec<(Config, Option<f64>, Vec<f32>)>,
 }
@@ -58,16 +58,22 @@ pub struct History {
     pub set: Option<FeatureSet>,
 }
 
-/// The per-user store of record logs shared by every crate on this machine:
-/// `$AUTOTUNE_HISTORY` if set (empty: none), else `$XDG_CACHE_HOME/autotune/records`
-/// or `~/.cache/autotune/records`. Deleting the directory clears it.
-pub fn user_store() -> Option<PathBuf> {
-    match std::env::var_os("AUTOTUNE_HISTORY") {
+/// The per-user store of record logs shared by every crate on this machine,
+/// from the values of `AUTOTUNE_HISTORY`, `XDG_CACHE_HOME` and `HOME` (the
+/// caller reads them): `$AUTOTUNE_HISTORY` if set (empty: none), else
+/// `$XDG_CACHE_HOME/autotune/records` or `~/.cache/autotune/records`. Deleting
+/// the directory clears it.
+pub fn user_store(
+    history: Option<OsString>,
+    xdg_cache_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
+    match history {
         Some(v) if v.is_empty() => None,
         Some(v) => Some(PathBuf::from(v)),
-        None => std::env::var_os("XDG_CACHE_HOME")
+        None => xdg_cache_home
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+            .or_else(|| home.map(|h| Path::new(&h).join(".cache")))
             .map(|c| c.join("autotune").join("records")),
     }
 }
@@ -91,17 +97,6 @@ fn logs_at(p: &Path) -> Vec<PathBuf> {
     }
 }
 
-/// `name:fingerprint` and shape values of a workload id.
-fn split_id(id: &str) -> Option<(&str, Vec<i64>)> {
-    let (op, shapes) = id.rsplit_once(':')?;
-    let shapes = shapes
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().ok())
-        .collect::<Option<Vec<i64>>>()?;
-    Some((op, shapes))
-}
-
 impl History {
     /// Trials of `target` from the record logs at `sources`, for workloads of
     /// `ops` (matched by definition, at any shapes) other than `exclude`,
@@ -110,19 +105,19 @@ impl History {
     pub fn load(
         sources: &[PathBuf],
         ops: &[Operator],
-        target: &str,
-        exclude: Option<&str>,
+        target: &Target,
+        exclude: Option<&WorkloadId>,
         set: FeatureSet,
-    ) -> (History, Vec<TuneError>) {
+    ) -> (History, Vec<LogError>) {
         let mut errors = Vec::new();
-        let mut by_id: BTreeMap<String, Vec<tune::Record>> = BTreeMap::new();
+        let mut by_id: BTreeMap<WorkloadId, Vec<Record>> = BTreeMap::new();
         let mut files: Vec<PathBuf> = sources.iter().flat_map(|s| logs_at(s)).collect();
         files.dedup();
         for f in files {
-            match tune::load_log(&f) {
+            match load_log(&f) {
                 Ok(records) => {
                     for r in records {
-                        if r.target == target && Some(r.workload_id.as_str()) != exclude {
+                        if r.target == *target && Some(&r.workload_id) != exclude {
                             by_id.entry(r.workload_id.clone()).or_default().push(r);
                         }
                     }
@@ -130,8 +125,8 @@ impl History {
                 Err(e) => errors.push(e),
             }
         }
-        // Operators by the `name:fingerprint` part of workload ids.
-        let known: BTreeMap<String, &Operator> = ops
+        // Operators by the name and fingerprint of workload ids.
+        let known: BTreeMap<(String, u64), &Operator> = ops
             .iter()
             .map(|op| {
                 let w = Workload {
@@ -141,25 +136,23 @@ impl History {
                     },
                     spec: 0,
                 };
-                let id = tune::workload_id(&w);
-                (
-                    id.rsplit_once(':').map_or(id.clone(), |p| p.0.to_string()),
-                    op,
-                )
+                let id = w.id();
+                ((id.op, id.fingerprint), op)
             })
             .collect();
         let mut workloads = Vec::new();
         for (id, mut records) in by_id {
-            let Some((op_id, shapes)) = split_id(&id) else {
+            let Some(op) = known.get(&(id.op.clone(), id.fingerprint)) else {
                 continue;
             };
-            let Some(op) = known.get(op_id) else { continue };
-            if shapes.len() != op.shape_vars.len() {
+            if id.shapes.len() != op.shape_vars.len() {
                 continue;
             }
             let workload = Workload {
                 op: Operator {
-                    specializations: vec![Specialization { values: shapes }],
+                    specializations: vec![Specialization {
+                        values: id.shapes.clone(),
+                    }],
                     ..(*op).clone()
                 },
                 spec: 0,
@@ -209,15 +202,15 @@ impl History {
         )
     }
 
-    /// The history for tuning `w` on this machine: trials of this target at
+    /// The history for tuning `w` on `target`: trials of that target at
     /// `sources`, of `ops`, other than `w`'s own, described with curve features.
     pub fn for_tuning(
         w: &Workload,
+        target: &Target,
         sources: &[PathBuf],
         ops: &[Operator],
-    ) -> (History, Vec<TuneError>) {
-        let id = tune::workload_id(w);
-        History::load(sources, ops, &tune::target(), Some(&id), FeatureSet::Curve)
+    ) -> (History, Vec<LogError>) {
+        History::load(sources, ops, target, Some(&w.id()), FeatureSet::Curve)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -261,13 +254,12 @@ impl History {
         per_workload: usize,
         max: usize,
     ) -> Vec<Config> {
-        let id = tune::workload_id(w);
-        let op_id = split_id(&id).map(|p| p.0.to_string());
+        let id = w.id();
         let mut pasts: Vec<(f64, &Past)> = self
             .workloads
             .iter()
             .map(|p| {
-                let same_op = split_id(&p.id).map(|x| x.0.to_string()) == op_id;
+                let same_op = (&p.id.op, p.id.fingerprint) == (&id.op, id.fingerprint);
                 let distance: f64 = p
                     .workload
                     .shapes()
@@ -319,15 +311,6 @@ fn thin<T>(v: &mut Vec<T>, n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn workload_ids_split() {
-        assert_eq!(
-            split_id("mm:0123456789abcdef:8,16,4"),
-            Some(("mm:0123456789abcdef", vec![8, 16, 4]))
-        );
-        assert_eq!(split_id("mm:0123:x"), None);
-    }
 
     #[test]
     fn thinning_keeps_the_best_and_a_spread() {

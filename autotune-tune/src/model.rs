@@ -83,7 +83,7 @@ pub enum ModelError {
     },
     #[error("XGBoost: {0}")]
     Xgboost(String),
-    #[error("autotune-build was built without its `xgboost` feature, so it has no cost model")]
+    #[error("autotune-tune was built without its `xgboost` feature, so it has no cost model")]
     Unavailable,
 }
 
@@ -116,6 +116,9 @@ pub fn recall_at(truth: &[f32], score: &[f32], k: usize) -> f64 {
     let got = top(score);
     want.iter().filter(|i| got.contains(i)).count() as f64 / k as f64
 }
+
+/// Whether this build has a cost model (the `xgboost` feature).
+pub const AVAILABLE: bool = cfg!(feature = "xgboost");
 
 /// A cost model by objective: XGBoost when built with it.
 pub fn default_model(objective: Objective, seed: u64) -> Result<Box<dyn CostModel>, ModelError> {

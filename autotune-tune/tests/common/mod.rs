@@ -1,11 +1,13 @@
 //! Helpers shared by the tuning tests: workloads from source text, scratch
 //! directories, and tuning options with short timing.
+#![allow(dead_code)] // each test file uses some of them
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use autotune_build::measure::{TimingOptions, Workload};
-use autotune_build::tune::TuneOptions;
+use autotune_codegen::{Isa, Target, Workload};
+use autotune_tune::measure::TimingOptions;
+use autotune_tune::TuneOptions;
 
 /// The first specialisation of the operator `src` with attribute `attr`.
 pub fn workload(attr: &str, src: &str) -> Workload {
@@ -45,6 +47,34 @@ pub fn options(dir: &Path) -> TuneOptions {
         },
         dir: dir.join("build"),
         log: Some(dir.join("records.jsonl")),
+        target: target(),
         ..TuneOptions::default()
     }
+}
+
+/// What the tests measure for: this machine's triple and best ISA level,
+/// capped by `AUTOTUNE_ISA` (CI runs the tests again on the fallbacks).
+pub fn target() -> Target {
+    let best = Isa::detect();
+    let isa = match std::env::var("AUTOTUNE_ISA").as_deref() {
+        Ok(v @ ("avx2" | "baseline")) => v.parse::<Isa>().unwrap().min(best),
+        _ => best,
+    };
+    Target {
+        triple: autotune_tune::HOST_TRIPLE.to_string(),
+        isa,
+    }
+}
+
+/// A tuner by name, as `cargo autotune tune --tuner` takes it.
+pub fn tuner(
+    name: &str,
+    seed: u64,
+    w: &Workload,
+    history: Option<&autotune_tune::history::History>,
+) -> Box<dyn autotune_tune::Tuner> {
+    name.parse::<autotune_tune::TunerSpec>()
+        .unwrap()
+        .build(w, seed, history, &[])
+        .unwrap()
 }

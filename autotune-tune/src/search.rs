@@ -23,12 +23,12 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use autotune_codegen::{Config, Space, Workload};
+
 use crate::features::{FeatureSet, Featurizer};
 use crate::history::History;
-use crate::measure::Workload;
 use crate::model::{CostModel, Matrix, ModelError, Objective, TrainingSet};
-use crate::space::{Config, Space};
-use crate::tune::{random_fresh, Tuner};
+use crate::tuner::{random_fresh, Tuner};
 
 /// Settings of the model-guided search.
 #[derive(Clone, Debug)]

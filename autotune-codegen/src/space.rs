@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use autotune_lang::analysis::{fusible_consumer, load_sites, single_reduction, Reduction};
 use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
 
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
@@ -51,21 +52,175 @@ impl fmt::Display for Value {
     serde::Deserialize,
 )]
 #[serde(transparent)]
-pub struct Config(pub BTreeMap<String, Value>);
+pub struct Config(pub BTreeMap<KnobName, Value>);
 
 impl Config {
-    fn int(&self, key: &str) -> i64 {
+    /// A numeric knob of a config that [`Space::index_of`] accepted.
+    fn int(&self, key: &KnobName) -> i64 {
         match self.0.get(key) {
             Some(Value::Int(i)) => *i,
             other => panic!("config knob `{key}` is not a number: {other:?}"),
         }
     }
 
-    fn name(&self, key: &str) -> &str {
+    fn name(&self, key: &KnobName) -> &str {
         match self.0.get(key) {
             Some(Value::Name(s)) => s,
             other => panic!("config knob `{key}` is not a name: {other:?}"),
         }
+    }
+
+    /// The value of a knob given by its text (`output.tile.i`), if the config has it.
+    pub fn get(&self, knob: &str) -> Option<&Value> {
+        self.0.get(&knob.parse::<KnobName>().ok()?)
+    }
+}
+
+/// What a knob decides for its stage.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KnobKind {
+    /// Register tile size along a spatial axis (vectors on the vector axis).
+    Tile(String),
+    /// Register tiles per block along a spatial axis.
+    Block(String),
+    /// Inner block of a reduction axis.
+    Split(String),
+    /// Order of the spatial loops, outer to inner.
+    Order,
+    /// Vectorised axis and lanes (`j16`), or `none`.
+    Vector,
+    /// Unroll depth of the innermost reduction loop.
+    Unroll,
+    /// Leading outer loops fused into one parallel loop.
+    Parallel,
+    /// Copy the operand read at this load site (pre-order) into tile order.
+    Pack(usize),
+    /// Compute the stage's element-wise consumer in its store.
+    Fuse,
+}
+
+/// A knob of a stage: `<stage>.<kind>`, e.g. `output.tile.i`, `output.pack.0`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KnobName {
+    /// The stage's tensor name (the output's name for the last stage).
+    pub stage: String,
+    pub kind: KnobKind,
+}
+
+impl KnobName {
+    pub fn new(stage: &str, kind: KnobKind) -> KnobName {
+        KnobName {
+            stage: stage.to_string(),
+            kind,
+        }
+    }
+}
+
+impl fmt::Display for KnobName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.stage;
+        match &self.kind {
+            KnobKind::Tile(a) => write!(f, "{s}.tile.{a}"),
+            KnobKind::Block(a) => write!(f, "{s}.block.{a}"),
+            KnobKind::Split(a) => write!(f, "{s}.split.{a}"),
+            KnobKind::Order => write!(f, "{s}.order"),
+            KnobKind::Vector => write!(f, "{s}.vector"),
+            KnobKind::Unroll => write!(f, "{s}.unroll"),
+            KnobKind::Parallel => write!(f, "{s}.parallel"),
+            KnobKind::Pack(site) => write!(f, "{s}.pack.{site}"),
+            KnobKind::Fuse => write!(f, "{s}.fuse"),
+        }
+    }
+}
+
+/// Text that names no knob.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a knob name (expected e.g. `output.tile.i`)")]
+pub struct BadKnobName(pub String);
+
+impl std::str::FromStr for KnobName {
+    type Err = BadKnobName;
+
+    fn from_str(text: &str) -> Result<KnobName, BadKnobName> {
+        let bad = || BadKnobName(text.to_string());
+        let (stage, rest) = text.split_once('.').ok_or_else(bad)?;
+        let ident = |a: &str| {
+            (!a.is_empty() && a.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                .then(|| a.to_string())
+        };
+        let ident_stage = ident(stage).ok_or_else(bad)?;
+        let kind = match rest.split_once('.') {
+            None => match rest {
+                "order" => KnobKind::Order,
+                "vector" => KnobKind::Vector,
+                "unroll" => KnobKind::Unroll,
+                "parallel" => KnobKind::Parallel,
+                "fuse" => KnobKind::Fuse,
+                _ => return Err(bad()),
+            },
+            Some((kind, arg)) => match kind {
+                "tile" => KnobKind::Tile(ident(arg).ok_or_else(bad)?),
+                "block" => KnobKind::Block(ident(arg).ok_or_else(bad)?),
+                "split" => KnobKind::Split(ident(arg).ok_or_else(bad)?),
+                "pack" => match arg.parse::<usize>() {
+                    Ok(site) if site.to_string() == arg => KnobKind::Pack(site),
+                    _ => return Err(bad()),
+                },
+                _ => return Err(bad()),
+            },
+        };
+        Ok(KnobName {
+            stage: ident_stage,
+            kind,
+        })
+    }
+}
+
+impl Ord for KnobName {
+    /// The order of the text form, so configs print and persist sorted as
+    /// strings (as before knob names were typed).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        use KnobKind::*;
+        fn rank(k: &KnobKind) -> (u8, &str) {
+            match k {
+                Block(a) => (0, a),
+                Fuse => (1, ""),
+                Order => (2, ""),
+                Pack(_) => (3, ""),
+                Parallel => (4, ""),
+                Split(a) => (5, a),
+                Tile(a) => (6, a),
+                Unroll => (7, ""),
+                Vector => (8, ""),
+            }
+        }
+        // A stage name never contains `.`, which sorts before every identifier
+        // character, so comparing stage names first matches the text order.
+        self.stage
+            .cmp(&other.stage)
+            .then_with(|| match (&self.kind, &other.kind) {
+                (Pack(a), Pack(b)) => a.to_string().cmp(&b.to_string()),
+                (a, b) => rank(a).cmp(&rank(b)),
+            })
+    }
+}
+
+impl PartialOrd for KnobName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl serde::Serialize for KnobName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KnobName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KnobName, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -79,11 +234,12 @@ impl std::str::FromStr for Config {
             let (k, v) = pair
                 .split_once('=')
                 .ok_or_else(|| format!("expected `knob=value`, found `{pair}`"))?;
+            let k: KnobName = k.parse().map_err(|e: BadKnobName| e.to_string())?;
             let v = match v.parse::<i64>() {
                 Ok(i) => Value::Int(i),
                 Err(_) => Value::Name(v.to_string()),
             };
-            c.insert(k.to_string(), v);
+            c.insert(k, v);
         }
         Ok(Config(c))
     }
@@ -106,7 +262,7 @@ impl fmt::Display for Config {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Knob {
-    pub name: String,
+    pub name: KnobName,
     pub choices: Vec<Value>,
 }
 
@@ -114,11 +270,11 @@ pub struct Knob {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("knob `{0}` is missing")]
-    Missing(String),
+    Missing(KnobName),
     #[error("knob `{knob}` has value `{value}`, which the space does not offer")]
-    BadValue { knob: String, value: String },
+    BadValue { knob: KnobName, value: Value },
     #[error("knob `{0}` is not part of this space")]
-    Unknown(String),
+    Unknown(KnobName),
 }
 
 /// The schedule space of one operator at one specialisation.
@@ -210,71 +366,6 @@ const BLOCKS: [i64; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 const SPLITS: [i64; 9] = [4, 8, 16, 32, 64, 128, 256, 512, 1024];
 const UNROLLS: [i64; 4] = [1, 2, 4, 8];
 
-/// Load sites of an expression in pre-order.
-pub fn load_sites(e: &Expr) -> Vec<&Expr> {
-    let mut out = Vec::new();
-    e.visit(&mut |x| {
-        if matches!(x, Expr::Load { .. }) {
-            out.push(x);
-        }
-    });
-    out
-}
-
-/// The reductions of a stage body: the tiled structure handles at most one.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Reduction<'a> {
-    None,
-    One(&'a Expr),
-    Several,
-}
-
-pub fn single_reduction(e: &Expr) -> Reduction<'_> {
-    let mut found = Vec::new();
-    e.visit(&mut |x| {
-        if matches!(x, Expr::Reduce { .. }) {
-            found.push(x);
-        }
-    });
-    match found.as_slice() {
-        [] => Reduction::None,
-        [r] => Reduction::One(r),
-        _ => Reduction::Several,
-    }
-}
-
-/// The element-wise consumer that may be fused into stage `s`: the only stage
-/// reading `s`, with the same dimensions, reading it only at its own indices.
-fn fusible_consumer(op: &Operator, s: usize) -> Option<usize> {
-    let readers: Vec<usize> = (0..op.stages.len())
-        .filter(|&c| {
-            load_sites(&op.stages[c].body)
-                .iter()
-                .any(|l| matches!(l, Expr::Load { tensor: TensorRef::Stage(t), .. } if *t == s))
-        })
-        .collect();
-    let [c] = readers.as_slice() else { return None };
-    let consumer = &op.stages[*c];
-    if consumer.dims != op.stages[s].dims || single_reduction(&consumer.body) != Reduction::None {
-        return None;
-    }
-    let identity = load_sites(&consumer.body).iter().all(|l| match l {
-        Expr::Load {
-            tensor: TensorRef::Stage(t),
-            index,
-            pad,
-        } if *t == s => {
-            pad.is_none()
-                && index
-                    .iter()
-                    .enumerate()
-                    .all(|(d, ix)| ix.as_axis() == Some(d))
-        }
-        _ => true,
-    });
-    identity.then_some(*c)
-}
-
 impl Space {
     /// The space of `op` at the shape values `shapes`.
     pub fn new(op: &Operator, shapes: &[i64]) -> Space {
@@ -323,17 +414,16 @@ impl Space {
                 None => StageKind::Tiled(info),
             });
         }
-        let knob = |name: &str| knobs.iter().position(|k| k.name == name);
+        let knob = |name: &KnobName| knobs.iter().position(|k| k.name == *name);
         let fusion = stages
             .iter()
             .filter_map(|st| match st {
                 StageKind::FusibleInto { producer, own } => {
                     let fuse = op.tensor_name(TensorRef::Stage(*producer));
-                    let own_prefix = format!("{}.", own.prefix);
                     let consumer = (0..knobs.len())
-                        .filter(|&k| knobs[k].name.starts_with(&own_prefix))
+                        .filter(|&k| knobs[k].name.stage == own.prefix)
                         .collect();
-                    Some((knob(&format!("{fuse}.fuse"))?, consumer))
+                    Some((knob(&KnobName::new(fuse, KnobKind::Fuse))?, consumer))
                 }
                 _ => None,
             })
@@ -459,7 +549,7 @@ impl Space {
                     .position(|c| c == v)
                     .ok_or_else(|| ConfigError::BadValue {
                         knob: k.name.clone(),
-                        value: v.to_string(),
+                        value: v.clone(),
                     })?;
             index = index * k.choices.len() as u128 + pos as u128;
         }
@@ -496,13 +586,8 @@ impl Space {
                 DType::F32 => 16,
                 DType::F64 => 8,
             };
-            for k in self
-                .knobs
-                .iter()
-                .filter(|k| k.name.starts_with(&format!("{p}.")))
-            {
-                let rest = &k.name[p.len() + 1..];
-                let v = if rest == "vector" {
+            for k in self.knobs.iter().filter(|k| k.name.stage == *p) {
+                let v = if k.name.kind == KnobKind::Vector {
                     match last {
                         Some(a) => {
                             let e = stage.axes[a].extent.value(shapes);
@@ -522,9 +607,9 @@ impl Space {
                         }
                         None => Value::Name("none".into()),
                     }
-                } else if let Some(axis) = rest.strip_prefix("tile.") {
+                } else if let KnobKind::Tile(axis) = &k.name.kind {
                     // About 6 rows × 3 vectors: 18 accumulators, as a GEMM micro-kernel.
-                    let a = stage.axes.iter().position(|x| x.name == axis).unwrap_or(0);
+                    let a = stage.axes.iter().position(|x| x.name == *axis).unwrap_or(0);
                     if Some(a) == last {
                         pick(k, 3)
                     } else if last.and_then(|l| l.checked_sub(1)) == Some(a) {
@@ -532,16 +617,16 @@ impl Space {
                     } else {
                         pick(k, 1)
                     }
-                } else if let Some(axis) = rest.strip_prefix("block.") {
-                    let a = stage.axes.iter().position(|x| x.name == axis).unwrap_or(0);
+                } else if let KnobKind::Block(axis) = &k.name.kind {
+                    let a = stage.axes.iter().position(|x| x.name == *axis).unwrap_or(0);
                     if Some(a) == last {
                         pick(k, 4)
                     } else {
                         pick(k, 16)
                     }
-                } else if rest.starts_with("split.") {
+                } else if matches!(k.name.kind, KnobKind::Split(_)) {
                     pick(k, 512)
-                } else if rest == "order" {
+                } else if k.name.kind == KnobKind::Order {
                     // The vector axis outermost, the others in declaration order.
                     let mut names: Vec<&str> = stage.axes[..info.n_spatial]
                         .iter()
@@ -556,14 +641,13 @@ impl Space {
                     } else {
                         k.choices[0].clone()
                     }
-                } else if rest == "unroll" {
+                } else if k.name.kind == KnobKind::Unroll {
                     pick(k, 4)
-                } else if rest == "parallel" {
+                } else if k.name.kind == KnobKind::Parallel {
                     pick(k, 1)
-                } else if rest == "fuse" {
+                } else if k.name.kind == KnobKind::Fuse {
                     Value::Int(1)
-                } else if let Some(site) = rest.strip_prefix("pack.") {
-                    let site: usize = site.parse().unwrap_or(0);
+                } else if let KnobKind::Pack(site) = k.name.kind {
                     let bare = match load_sites(&stage.body).get(site) {
                         Some(Expr::Load {
                             index, pad: None, ..
@@ -588,7 +672,7 @@ impl Space {
             out.push(match kind {
                 StageKind::Default => StageSchedule::Default,
                 StageKind::FusibleInto { producer, .. }
-                    if config.int(&format!("{}.fuse", self.prefix(*producer))) == 1 =>
+                    if config.int(&KnobName::new(self.prefix(*producer), KnobKind::Fuse)) == 1 =>
                 {
                     StageSchedule::Fused(*producer)
                 }
@@ -628,11 +712,11 @@ fn stage_knobs(
             .filter(|b| *b == 1 || b * tiles[0] <= e)
             .collect();
         knobs.push(Knob {
-            name: format!("{p}.tile.{name}"),
+            name: KnobName::new(p, KnobKind::Tile(name.clone())),
             choices: ints(&tiles),
         });
         knobs.push(Knob {
-            name: format!("{p}.block.{name}"),
+            name: KnobName::new(p, KnobKind::Block(name.clone())),
             choices: ints(&blocks),
         });
         for w in lanes {
@@ -645,12 +729,12 @@ fn stage_knobs(
         let mut splits: Vec<i64> = SPLITS.iter().copied().filter(|s| *s < e).collect();
         splits.push(e);
         knobs.push(Knob {
-            name: format!("{p}.split.{name}"),
+            name: KnobName::new(p, KnobKind::Split(name.clone())),
             choices: ints(&splits),
         });
     }
     knobs.push(Knob {
-        name: format!("{p}.order"),
+        name: KnobName::new(p, KnobKind::Order),
         choices: orders(info.n_spatial)
             .into_iter()
             .map(|o| {
@@ -665,32 +749,32 @@ fn stage_knobs(
     });
     if info.n_spatial > 0 {
         knobs.push(Knob {
-            name: format!("{p}.vector"),
+            name: KnobName::new(p, KnobKind::Vector),
             choices: vector,
         });
     }
     if !info.reduce_axes.is_empty() {
         knobs.push(Knob {
-            name: format!("{p}.unroll"),
+            name: KnobName::new(p, KnobKind::Unroll),
             choices: ints(&UNROLLS),
         });
     }
     let par: Vec<i64> = (0..=info.n_spatial.min(2) as i64).collect();
     knobs.push(Knob {
-        name: format!("{p}.parallel"),
+        name: KnobName::new(p, KnobKind::Parallel),
         choices: ints(&par),
     });
     if !info.reduce_axes.is_empty() {
         for site in 0..info.loads {
             knobs.push(Knob {
-                name: format!("{p}.pack.{site}"),
+                name: KnobName::new(p, KnobKind::Pack(site)),
                 choices: ints(&[0, 1]),
             });
         }
     }
     if info.fusible_consumer.is_some() {
         knobs.push(Knob {
-            name: format!("{p}.fuse"),
+            name: KnobName::new(p, KnobKind::Fuse),
             choices: ints(&[0, 1]),
         });
     }
@@ -724,12 +808,13 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
 }
 
 fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
-    let p = &info.prefix;
+    let p = info.prefix.as_str();
+    let knob = |kind| KnobName::new(p, kind);
     let axis_name = |a: usize| stage.axes[a].name.as_str();
     let vector = if info.n_spatial == 0 {
         None
     } else {
-        let v = c.name(&format!("{p}.vector"));
+        let v = c.name(&knob(KnobKind::Vector));
         (0..info.n_spatial).find_map(|a| {
             let w = v.strip_prefix(axis_name(a))?.parse::<usize>().ok()?;
             Some((a, w))
@@ -737,7 +822,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
     };
     let tile = (0..info.n_spatial)
         .map(|a| {
-            let t = c.int(&format!("{p}.tile.{}", axis_name(a)));
+            let t = c.int(&knob(KnobKind::Tile(axis_name(a).to_string())));
             // On the vector axis the tile counts vectors.
             match vector {
                 Some((va, w)) if va == a => t * w as i64,
@@ -745,7 +830,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
             }
         })
         .collect();
-    let order_text = c.name(&format!("{p}.order"));
+    let order_text = c.name(&knob(KnobKind::Order));
     let order = order_text
         .split('-')
         .filter(|s| !s.is_empty())
@@ -758,24 +843,24 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
     StagePlan {
         tile,
         block: (0..info.n_spatial)
-            .map(|a| c.int(&format!("{p}.block.{}", axis_name(a))))
+            .map(|a| c.int(&knob(KnobKind::Block(axis_name(a).to_string()))))
             .collect(),
         split: info
             .reduce_axes
             .iter()
-            .map(|a| c.int(&format!("{p}.split.{}", axis_name(*a))))
+            .map(|a| c.int(&knob(KnobKind::Split(axis_name(*a).to_string()))))
             .collect(),
         order,
         vector,
         unroll: if info.reduce_axes.is_empty() {
             1
         } else {
-            c.int(&format!("{p}.unroll")) as usize
+            c.int(&knob(KnobKind::Unroll)) as usize
         },
-        parallel: c.int(&format!("{p}.parallel")) as usize,
+        parallel: c.int(&knob(KnobKind::Parallel)) as usize,
         pack: (0..info.loads)
-            .map(|s| !info.reduce_axes.is_empty() && c.int(&format!("{p}.pack.{s}")) == 1)
+            .map(|s| !info.reduce_axes.is_empty() && c.int(&knob(KnobKind::Pack(s))) == 1)
             .collect(),
-        fuse: info.fusible_consumer.is_some() && c.int(&format!("{p}.fuse")) == 1,
+        fuse: info.fusible_consumer.is_some() && c.int(&knob(KnobKind::Fuse)) == 1,
     }
 }

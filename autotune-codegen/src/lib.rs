@@ -1,0 +1,116 @@
+//! The code generator of autotune: from an operator's IR, a workload and a
+//! config of its schedule space to the C source of a kernel. **Internal crate**:
+//! its API serves `autotune-tune` and `autotune-build` and is not stable.
+//!
+//! It is pure: no environment variable, no file, no process, no clock. The same
+//! inputs give the same bytes on every machine, which is what makes a cache hit
+//! reproducible and what lets the tuner time exactly the kernel that ships.
+//!
+//! The pipeline, in the order data flows:
+//! 1. [`workload`]: an operator at one specialisation, and its exact identity;
+//! 2. [`space`]: the schedule space of a workload, its knobs and configs, and a
+//!    config decoded into per-stage plans;
+//! 3. [`lower`]: IR + plans → [`loopnest`] (the default schedule, and the tiled
+//!    one in `lower::tiled`);
+//! 4. [`emit`]: loop nest → C, one clone per [`Isa`] level behind a dispatcher;
+//! 5. [`runtime`]: the C runtime the kernels call, and the fixed C flags.
+//!
+//! [`kernel_c`] is the one path from (operator, variant, config, ISA levels) to
+//! C: the build and the measurement harness both call it.
+
+pub mod emit;
+pub mod loopnest;
+pub mod lower;
+pub mod runtime;
+pub mod space;
+pub mod target;
+pub mod workload;
+
+use autotune_lang::mangle::{self, Package, Variant};
+use autotune_lang::Operator;
+
+pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
+pub use target::{Isa, Target};
+pub use workload::{Workload, WorkloadId};
+
+/// A config that does not belong to its workload's space.
+#[derive(Debug, thiserror::Error)]
+#[error("operator `{op}`, kernel {variant}: {source}")]
+pub struct CodegenError {
+    pub op: String,
+    pub variant: String,
+    #[source]
+    pub source: ConfigError,
+}
+
+/// The C source of one variant of `op` under any symbol and runtime prefix:
+/// the generic kernel (default schedule), or a specialisation with `config`
+/// (`None`: the space's default config). One clone per level of `isas`.
+pub fn kernel_c(
+    op: &Operator,
+    variant: Variant,
+    config: Option<&Config>,
+    isas: &[Isa],
+    symbol: String,
+    runtime: String,
+) -> Result<String, CodegenError> {
+    let schedule = match variant {
+        Variant::Generic => None,
+        Variant::Specialized(i) => {
+            let shapes = &op.specializations[i].values;
+            let space = Space::new(op, shapes);
+            let default;
+            let config = match config {
+                Some(c) => c,
+                None => {
+                    default = space.default_config(op, shapes);
+                    &default
+                }
+            };
+            Some(space.plan(op, config).map_err(|source| CodegenError {
+                op: op.name.clone(),
+                variant: mangle::variant_name(op, variant),
+                source,
+            })?)
+        }
+    };
+    let kernel = lower::lower(op, variant, schedule.as_deref(), symbol, runtime);
+    Ok(emit::kernel_c(&kernel, isas))
+}
+
+/// The C source of one variant of a package's operator, under its real symbol
+/// (without the file header).
+pub fn variant_c(
+    pkg: &Package,
+    op: &Operator,
+    variant: Variant,
+    config: Option<&Config>,
+    isas: &[Isa],
+) -> Result<String, CodegenError> {
+    kernel_c(
+        op,
+        variant,
+        config,
+        isas,
+        mangle::kernel_symbol(pkg, op, variant),
+        mangle::runtime_prefix(pkg),
+    )
+}
+
+/// The C file of one operator of a package: the header, each specialisation
+/// with its config (`None`: the space's default config), and the generic kernel.
+pub fn operator_c(
+    pkg: &Package,
+    op: &Operator,
+    configs: &[Option<Config>],
+    isas: &[Isa],
+) -> Result<String, CodegenError> {
+    let runtime = mangle::runtime_prefix(pkg);
+    let mut c = emit::file_header(&format!("operator `{}`", op.name), op.dtype, &runtime);
+    for i in 0..op.specializations.len() {
+        let config = configs.get(i).and_then(Option::as_ref);
+        c.push_str(&variant_c(pkg, op, Variant::Specialized(i), config, isas)?);
+    }
+    c.push_str(&variant_c(pkg, op, Variant::Generic, None, isas)?);
+    Ok(c)
+}

@@ -1,0 +1,124 @@
+//! IR → loop nest. Each stage is lowered with its schedule: the default one
+//! (`naive`: a nest over the spatial axes in declaration order, each reduction
+//! accumulating in a scalar local, the value stored once), a tiled one from the
+//! schedule space (`tiled`), or not at all when it is fused into its producer's
+//! store.
+
+mod naive;
+mod names;
+mod tiled;
+
+use autotune_lang::ir::{Operator, TensorRef};
+use autotune_lang::mangle::Variant;
+
+use crate::loopnest::{IExpr, Kernel, Param, ParamKind, Scratch, Stmt};
+use crate::space::StageSchedule;
+use naive::Lowerer;
+pub use names::{buffer_name, c_ident};
+
+/// Lowers one variant of `op`: with `schedule` (one entry per stage; used only
+/// for a specialisation) or the default schedule. `runtime` prefixes the
+/// runtime's C functions (the thread pool) the kernel may call.
+pub fn lower(
+    op: &Operator,
+    variant: Variant,
+    schedule: Option<&[StageSchedule]>,
+    symbol: String,
+    runtime: String,
+) -> Kernel {
+    let shapes = match variant {
+        Variant::Generic => None,
+        Variant::Specialized(i) => Some(op.specializations[i].values.as_slice()),
+    };
+    let schedule = match (schedule, shapes) {
+        (Some(s), Some(_)) => s.to_vec(),
+        _ => vec![StageSchedule::Default; op.stages.len()],
+    };
+    let mut l = Lowerer::new(op, shapes);
+    let mut params: Vec<Param> = (0..op.inputs.len())
+        .map(|i| Param {
+            name: buffer_name(op, TensorRef::Input(i)),
+            kind: ParamKind::Input,
+        })
+        .collect();
+    params.push(Param {
+        name: "out".to_string(),
+        kind: ParamKind::Output,
+    });
+    if shapes.is_none() {
+        params.extend(op.shape_vars.iter().map(|v| Param {
+            name: c_ident(&v.name),
+            kind: ParamKind::Shape,
+        }));
+    }
+    let fused_consumer = |s: usize| schedule.iter().position(|x| *x == StageSchedule::Fused(s));
+    // A stage whose consumer is fused into it writes the consumer's buffer instead.
+    let mut scratch: Vec<Scratch> = op.stages[..op.stages.len() - 1]
+        .iter()
+        .enumerate()
+        .filter(|(s, _)| fused_consumer(*s).is_none())
+        .map(|(s, stage)| Scratch {
+            name: buffer_name(op, TensorRef::Stage(s)),
+            elems: stage
+                .dims
+                .iter()
+                .fold(IExpr::Const(1), |acc, d| acc.times(l.extent(d))),
+        })
+        .collect();
+    let mut body = Vec::new();
+    for (s, stage) in op.stages.iter().enumerate() {
+        let name = op.tensor_name(TensorRef::Stage(s));
+        match &schedule[s] {
+            StageSchedule::Fused(p) => body.push(Stmt::Comment(format!(
+                "stage {name}: computed in the store of stage {}",
+                op.tensor_name(TensorRef::Stage(*p))
+            ))),
+            StageSchedule::Default => {
+                body.push(Stmt::Comment(format!("stage {name}: default schedule")));
+                body.extend(l.stage(s, stage));
+            }
+            StageSchedule::Tiled(plan) => {
+                let shapes = shapes.expect("tiled stages are specialised");
+                body.extend(tiled::lower_stage(
+                    op,
+                    shapes,
+                    s,
+                    plan,
+                    fused_consumer(s),
+                    &mut scratch,
+                ));
+            }
+        }
+    }
+    let tiled = schedule
+        .iter()
+        .any(|s| matches!(s, StageSchedule::Tiled(_)));
+    let doc = vec![
+        format!(
+            "operator `{}` ({}), {} kernel",
+            op.name,
+            op.dtype,
+            match variant {
+                Variant::Generic => "generic".to_string(),
+                Variant::Specialized(_) => format!(
+                    "specialised ({})",
+                    autotune_lang::mangle::variant_name(op, variant).replace('_', ", ")
+                ),
+            }
+        ),
+        if tiled {
+            "schedule: tiled (each stage's comment gives its plan)".to_string()
+        } else {
+            "schedule: default (loops in declaration order, scalar accumulators)".to_string()
+        },
+    ];
+    Kernel {
+        symbol,
+        runtime,
+        dtype: op.dtype,
+        doc,
+        params,
+        scratch,
+        body,
+    }
+}

@@ -1,0 +1,127 @@
+//! Child processes of a measurement: the C compiler (with the flags that ship)
+//! and the measurement program, each with a time limit.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
+
+use super::MeasureError;
+
+/// Limit for one compiler process.
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The C compiler's own version line (`gcc (Debian 12.2.0-14) 12.2.0`).
+pub fn compiler_version() -> String {
+    c_compiler()
+        .ok()
+        .and_then(|c| c.to_command().arg("--version").output().ok())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+pub(super) fn c_compiler() -> Result<cc::Tool, MeasureError> {
+    let target = env!("AUTOTUNE_HOST_TARGET");
+    cc::Build::new()
+        .target(target)
+        .host(target)
+        .opt_level(OPT_LEVEL)
+        .cargo_metadata(false)
+        .try_get_compiler()
+        .map_err(|e| MeasureError::Harness(format!("no C compiler: {e}")))
+}
+
+/// Compiles each file to an object with the shipping flags, two at a time.
+pub(super) fn compile_objects(
+    compiler: &cc::Tool,
+    files: &[PathBuf],
+) -> Vec<Result<PathBuf, MeasureError>> {
+    let mut out = Vec::new();
+    for pair in files.chunks(2) {
+        let results: Vec<Result<PathBuf, MeasureError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = pair
+                .iter()
+                .map(|f| {
+                    let o = f.with_extension("o");
+                    let mut cmd = compiler.to_command();
+                    cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
+                    s.spawn(move || run_compiler(cmd).map(|_| o))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("compiler thread"))
+                .collect()
+        });
+        out.extend(results);
+    }
+    out
+}
+
+pub(super) fn run_compiler(cmd: Command) -> Result<(), MeasureError> {
+    match run_limited(cmd, COMPILE_TIMEOUT) {
+        Ok(_) => Ok(()),
+        Err(MeasureError::Timeout(d)) => Err(MeasureError::CompileTimeout(d)),
+        Err(MeasureError::Crash(text)) => {
+            // The first errors say what went wrong; keep the record short.
+            let head: Vec<&str> = text
+                .lines()
+                .filter(|l| l.contains("error"))
+                .take(5)
+                .collect();
+            Err(MeasureError::Compile(if head.is_empty() {
+                text
+            } else {
+                head.join("\n")
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs a command with a time limit, returning its stdout.
+pub(super) fn run_limited(mut cmd: Command, limit: Duration) -> Result<String, MeasureError> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| MeasureError::Crash(format!("cannot start the measurement program: {e}")))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(MeasureError::Timeout(limit));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(MeasureError::Crash(e.to_string())),
+        }
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| MeasureError::Crash(e.to_string()))?;
+    match out.status.code() {
+        Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Some(3) => Err(MeasureError::Alloc),
+        code => {
+            use std::os::unix::process::ExitStatusExt;
+            let why = match (code, out.status.signal()) {
+                (_, Some(sig)) => format!("killed by signal {sig}"),
+                (Some(c), _) => format!("exit status {c}"),
+                _ => "unknown".to_string(),
+            };
+            Err(MeasureError::Crash(format!(
+                "{why}; {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )))
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The record log: one JSON line per trial (measured or failed), appended as
+//! trials finish, so that a run can be resumed and later runs can learn from it.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use autotune_codegen::{Config, Target, Workload, WorkloadId};
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{ErrorClass, MeasureError, Timing};
+
+/// One measured (or failed) trial, as a line of the record log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Readable workload, e.g. `matmul[M1024 K1024 N1024]`.
+    pub workload: String,
+    /// Exact identity: operator IR fingerprint and shape values.
+    pub workload_id: WorkloadId,
+    /// Architecture and ISA level the trial ran with.
+    pub target: Target,
+    pub tuner: String,
+    pub config: Config,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gflops: Option<f64>,
+    /// Median seconds per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TrialError>,
+    /// Unix time of the measurement, in seconds.
+    pub time: u64,
+}
+
+impl Record {
+    /// The record of one trial of `w` on `target`, now.
+    pub fn new(
+        w: &Workload,
+        target: &Target,
+        tuner: &str,
+        config: Config,
+        outcome: Result<Timing, MeasureError>,
+    ) -> Record {
+        let (gflops, seconds, error) = match outcome {
+            Ok(t) => (Some(w.flops() / t.median / 1e9), Some(t.median), None),
+            Err(e) => (
+                None,
+                None,
+                Some(TrialError {
+                    class: e.class(),
+                    message: e.to_string(),
+                }),
+            ),
+        };
+        Record {
+            workload: w.key(),
+            workload_id: w.id(),
+            target: target.clone(),
+            tuner: tuner.to_string(),
+            config,
+            gflops,
+            seconds,
+            error,
+            time: now(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrialError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+/// A record log that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("cannot read the record log {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: not a tuning record", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot append to the record log {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads a record log (none if the file does not exist); a line that does not
+/// parse is an error naming it.
+pub fn load_log(path: &Path) -> Result<Vec<Record>, LogError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(LogError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| LogError::Corrupt {
+                path: path.to_path_buf(),
+                line: i + 1,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Appends one record (creating the file and its directory).
+pub fn append(path: &Path, r: &Record) -> Result<(), LogError> {
+    let err = |source| LogError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    let line = serde_json::to_string(r).expect("records serialise");
+    // One write per line, so concurrent appenders interleave whole lines.
+    f.write_all(format!("{line}\n").as_bytes()).map_err(err)
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

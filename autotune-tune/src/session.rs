@@ -1,0 +1,343 @@
+//! The tuning loop: a tuner proposes configs, a batch program measures them
+//! (checked against the reference, then timed), and every trial is appended to a
+//! record log (JSON lines) that a later run resumes from.
+//!
+//! The default config is always measured first, so a tuned result is never
+//! slower than the untuned one. [`TuningSession`] is a whole run as `cargo
+//! build` and `cargo autotune tune` both do it: the tuner from a
+//! [`TunerSpec`] (with a fallback to a black-box tuner, announced, where the
+//! cost model is not built in), the history to learn from, and the loop.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use autotune_codegen::{Config, Space, Target, Workload};
+use autotune_lang::Operator;
+
+use crate::history::History;
+use crate::measure::{self, Candidate, ErrorClass, MeasureError, TimingOptions};
+use crate::model::ModelError;
+use crate::record::{append, load_log, LogError, Record};
+use crate::spec::TunerSpec;
+use crate::tuner::Tuner;
+
+/// Why a tuning run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Measure(#[from] MeasureError),
+    #[error("the cost model could not be set up")]
+    Model(#[from] ModelError),
+}
+
+/// Budgets and settings of a tuning run.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    /// Trials in total, including those resumed from the log.
+    pub trials: usize,
+    /// Wall-clock budget of this run.
+    pub time: Option<Duration>,
+    /// Stop after this many trials without a better config.
+    pub early_stop: Option<usize>,
+    /// Configs compiled into one program.
+    pub batch: usize,
+    pub timing: TimingOptions,
+    /// Where batch programs are built.
+    pub dir: PathBuf,
+    /// Record log to resume from and append to.
+    pub log: Option<PathBuf>,
+    pub seed: u64,
+    /// What the trials stand for; candidates are generated for its ISA level.
+    pub target: Target,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            trials: 64,
+            time: None,
+            early_stop: None,
+            batch: 16,
+            // Short samples: the tuner ranks many configs; final figures use longer ones.
+            timing: TimingOptions {
+                min_sample_secs: 0.02,
+                samples: 5,
+                ..TimingOptions::default()
+            },
+            dir: PathBuf::from("target/autotune/tune"),
+            log: None,
+            seed: 1,
+            target: Target {
+                triple: crate::HOST_TRIPLE.to_string(),
+                isa: autotune_codegen::Isa::detect(),
+            },
+        }
+    }
+}
+
+/// Where a run stands (given to the progress callback after every trial).
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub workload: String,
+    pub trials: usize,
+    /// Trials loaded from the log rather than measured in this run.
+    pub resumed: usize,
+    pub best: Option<(Config, f64)>,
+    /// Throughput of the space's default config.
+    pub default_gflops: Option<f64>,
+    pub errors: BTreeMap<ErrorClass, usize>,
+    pub elapsed: Duration,
+    /// Time spent compiling batches, and in the tuner.
+    pub compile: Duration,
+    pub tuner: Duration,
+    /// Best throughput after each trial, in order (for tuning curves).
+    pub curve: Vec<f64>,
+}
+
+impl Summary {
+    fn add(&mut self, r: &Record) {
+        self.trials += 1;
+        match (&r.error, r.gflops) {
+            (Some(e), _) => *self.errors.entry(e.class).or_default() += 1,
+            (None, Some(g)) if self.best.as_ref().is_none_or(|(_, b)| g > *b) => {
+                self.best = Some((r.config.clone(), g));
+            }
+            _ => {}
+        }
+        self.curve.push(self.best.as_ref().map_or(0.0, |b| b.1));
+    }
+}
+
+/// Tunes one workload. `on_trial` sees each record and the summary so far.
+pub fn tune(
+    w: &Workload,
+    tuner: &mut dyn Tuner,
+    opts: &TuneOptions,
+    on_trial: &mut dyn FnMut(&Record, &Summary),
+) -> Result<Summary, TuneError> {
+    let start = Instant::now();
+    let space = Space::new(&w.op, w.shapes());
+    let id = w.id();
+    let target = &opts.target;
+    let mut summary = Summary {
+        workload: w.key(),
+        ..Summary::default()
+    };
+    let mut measured: HashSet<u128> = HashSet::new();
+    let default = space.default_config(&w.op, w.shapes());
+    // Resume: earlier trials of this workload on this target count.
+    if let Some(log) = &opts.log {
+        let mut observed = Vec::new();
+        for r in load_log(log)?
+            .into_iter()
+            .filter(|r| r.workload_id == id && r.target == *target)
+        {
+            if let Ok(i) = space.index_of(&r.config) {
+                measured.insert(i);
+                observed.push((i, r.gflops));
+                if r.config == default {
+                    summary.default_gflops = r.gflops;
+                }
+                summary.add(&r);
+                summary.resumed += 1;
+            }
+        }
+        tuner.observe(&space, &observed);
+    }
+    let mut since_best = 0usize;
+    let mut batch_no = 0;
+    loop {
+        let left = opts.trials.saturating_sub(summary.trials);
+        let out_of_time = opts.time.is_some_and(|t| start.elapsed() >= t);
+        let stalled = opts.early_stop.is_some_and(|n| since_best >= n);
+        if left == 0 || out_of_time || stalled {
+            break;
+        }
+        let t0 = Instant::now();
+        let mut proposal = Vec::new();
+        let default_index = space
+            .index_of(&default)
+            .expect("the default is in the space");
+        if !measured.contains(&default_index) {
+            proposal.push(default_index);
+        }
+        let mut seen = measured.clone();
+        seen.extend(proposal.iter().copied());
+        let want = opts.batch.max(1).min(left).saturating_sub(proposal.len());
+        proposal.extend(tuner.propose(&space, want, &seen));
+        summary.tuner += t0.elapsed();
+        if proposal.is_empty() {
+            break; // the space is spent
+        }
+        let configs: Vec<Config> = proposal.iter().map(|i| space.config_at(*i)).collect();
+        let t1 = Instant::now();
+        let candidates: Vec<Candidate> = configs.iter().cloned().map(Candidate::Config).collect();
+        let batch = measure::build_candidates(
+            w,
+            &candidates,
+            target.isa,
+            &opts.dir.join(format!("batch{batch_no}")),
+            opts.seed,
+        )?;
+        batch_no += 1;
+        summary.compile += t1.elapsed();
+        let mut results = Vec::new();
+        for (k, (i, config)) in proposal.iter().zip(configs).enumerate() {
+            if opts.time.is_some_and(|t| start.elapsed() >= t) {
+                break;
+            }
+            let outcome = batch
+                .check(k, opts.timing.timeout)
+                .and_then(|_| batch.time(k, &opts.timing));
+            if matches!(&outcome, Err(e) if e.class() == ErrorClass::Harness) {
+                return Err(outcome.expect_err("matched above").into());
+            }
+            let r = Record::new(w, target, tuner.name(), config, outcome);
+            let before = summary.best.as_ref().map(|b| b.1);
+            summary.add(&r);
+            if *i == default_index {
+                summary.default_gflops = r.gflops;
+            }
+            since_best = if summary.best.as_ref().map(|b| b.1) > before {
+                0
+            } else {
+                since_best + 1
+            };
+            measured.insert(*i);
+            results.push((*i, r.gflops));
+            if let Some(log) = &opts.log {
+                append(log, &r)?;
+            }
+            summary.elapsed = start.elapsed();
+            on_trial(&r, &summary);
+        }
+        let t2 = Instant::now();
+        tuner.observe(&space, &results);
+        summary.tuner += t2.elapsed();
+        let _ = std::fs::remove_dir_all(&batch.dir);
+    }
+    summary.elapsed = start.elapsed();
+    Ok(summary)
+}
+
+/// Runs `on_trial`-free tuning of a hand-written candidate list, for fault
+/// injection: every candidate is checked and timed, and a record is returned
+/// per candidate (config records use the given configs, sources an empty one).
+#[cfg(feature = "testing")]
+pub fn measure_candidates(
+    w: &Workload,
+    candidates: &[Candidate],
+    opts: &TuneOptions,
+) -> Result<Vec<Record>, TuneError> {
+    let batch = measure::build_candidates(w, candidates, opts.target.isa, &opts.dir, opts.seed)?;
+    let mut out = Vec::new();
+    for (k, c) in candidates.iter().enumerate() {
+        let outcome = batch
+            .check(k, opts.timing.timeout)
+            .and_then(|_| batch.time(k, &opts.timing));
+        let config = match c {
+            Candidate::Config(c) => c.clone(),
+            Candidate::Source(_) => Config::default(),
+        };
+        let r = Record::new(w, &opts.target, "manual", config, outcome);
+        if let Some(log) = &opts.log {
+            append(log, &r)?;
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The thread count a kernel ships with, and so the one tuning times with: the
+/// value of `AUTOTUNE_NUM_THREADS` (read by the caller) if it is a positive
+/// integer, else the CPUs this process may run on; at most 256 (the pool's cap).
+pub fn shipped_threads(num_threads_var: Option<&str>) -> usize {
+    num_threads_var
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(256)
+}
+
+/// One tuning run of a workload, as `cargo build` (on a cache miss) and `cargo
+/// autotune tune` both do it: same tuner construction, seeds, history and
+/// budget semantics; the caller sets thread count and budget.
+pub struct TuningSession<'a> {
+    pub workload: &'a Workload,
+    /// The operators whose past trials may be learned from (the crate's).
+    pub operators: &'a [Operator],
+    pub tuner: TunerSpec,
+    pub options: TuneOptions,
+    /// Record logs (files or directories) to learn from; `None`: no transfer.
+    pub history: Option<Vec<PathBuf>>,
+    /// Configs to measure first (the cached winners of the operator's other
+    /// workloads).
+    pub seeds: Vec<Config>,
+    /// A second log every record is appended to (the per-user store); a failed
+    /// write there loses nothing and is ignored.
+    pub mirror: Option<PathBuf>,
+}
+
+/// What a session did, beside its [`Summary`].
+pub struct SessionReport {
+    pub summary: Summary,
+    /// The tuner's name as records store it (e.g. `xgb-rank-transfer`).
+    pub tuner: String,
+    /// The tuner's figures about its own work.
+    pub stats: Vec<(&'static str, f64)>,
+    /// What the caller should tell the user: fallbacks, skipped history.
+    pub notes: Vec<String>,
+}
+
+impl TuningSession<'_> {
+    /// Runs the session; `on_trial` sees each record and the summary so far.
+    pub fn run(
+        &self,
+        on_trial: &mut dyn FnMut(&Record, &Summary),
+    ) -> Result<SessionReport, TuneError> {
+        let w = self.workload;
+        let mut notes = Vec::new();
+        let mut spec = self.tuner;
+        if spec.needs_model() && !crate::model::AVAILABLE {
+            notes.push(format!(
+                "the cost model is off (autotune-tune built without its `xgboost` feature), \
+                 so {} is tuned with the {} tuner instead of {spec}; turn the model on with \
+                 autotune-build's `xgboost` feature (needs cmake, a C++ compiler and libclang)",
+                w.key(),
+                TunerSpec::BLACK_BOX
+            ));
+            spec = TunerSpec::BLACK_BOX;
+        }
+        // Only the model-guided tuner learns from history.
+        let past = match (&self.history, spec.needs_model()) {
+            (Some(sources), true) => {
+                let (past, problems) =
+                    History::for_tuning(w, &self.options.target, sources, self.operators);
+                notes.extend(
+                    problems
+                        .into_iter()
+                        .map(|p| format!("tuning history skipped: {p}")),
+                );
+                Some(past)
+            }
+            _ => None,
+        };
+        let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &self.seeds)?;
+        let mirror = self.mirror.as_ref();
+        let summary = tune(w, tuner.as_mut(), &self.options, &mut |r, s| {
+            if let Some(log) = mirror {
+                let _ = append(log, r);
+            }
+            on_trial(r, s);
+        })?;
+        Ok(SessionReport {
+            summary,
+            tuner: tuner.name().to_string(),
+            stats: tuner.stats(),
+            notes,
+        })
+    }
+}

@@ -1,0 +1,181 @@
+//! Which tuner to run: [`TunerSpec`], written as the names `cargo autotune
+//! tune --tuner` takes (`xgb-rank`, `xgb-reg-nodiv`, `xgb-rank-curve`,
+//! `genetic`, `random`, `grid`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use autotune_codegen::{Config, Workload};
+
+use crate::features::FeatureSet;
+use crate::history::History;
+use crate::model::{ModelError, Objective};
+use crate::search::{self, SearchOptions};
+use crate::tuner::{GeneticTuner, GridTuner, RandomTuner, Tuner};
+
+/// A tuner and its settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunerSpec {
+    Random,
+    Grid,
+    Genetic,
+    /// The model-guided search: an XGBoost model with this objective, over this
+    /// feature set, with or without the diversity-aware pick.
+    Model {
+        objective: Objective,
+        features: FeatureSet,
+        diversity: bool,
+    },
+}
+
+impl TunerSpec {
+    /// The model-guided tuner the build and `cargo autotune tune` use with the
+    /// cost model: `xgb-rank`.
+    pub const MODEL: TunerSpec = TunerSpec::Model {
+        objective: Objective::Rank,
+        features: FeatureSet::Itervar,
+        diversity: true,
+    };
+
+    /// The black-box tuner used where the cost model is not built in.
+    pub const BLACK_BOX: TunerSpec = TunerSpec::Genetic;
+
+    /// The names `FromStr` accepts, for help texts.
+    pub const NAMES: &'static [&'static str] = &[
+        "xgb-rank",
+        "xgb-reg",
+        "xgb-rank-nodiv",
+        "xgb-reg-nodiv",
+        "xgb-rank-knobs",
+        "xgb-rank-curve",
+        "genetic",
+        "random",
+        "grid",
+    ];
+
+    /// The default tuner of this build: [`TunerSpec::MODEL`] with the `xgboost`
+    /// feature, else [`TunerSpec::BLACK_BOX`].
+    pub fn default_for_build() -> TunerSpec {
+        if crate::model::AVAILABLE {
+            TunerSpec::MODEL
+        } else {
+            TunerSpec::BLACK_BOX
+        }
+    }
+
+    /// Whether this tuner needs the cost model.
+    pub fn needs_model(self) -> bool {
+        matches!(self, TunerSpec::Model { .. })
+    }
+
+    /// Builds the tuner for `w`. A model-guided tuner starts from `seeds`
+    /// (measured first) and, given a `history` of other workloads, learns from
+    /// it (transfer learning) and also starts from the best configs of the most
+    /// similar ones.
+    pub fn build(
+        self,
+        w: &Workload,
+        seed: u64,
+        history: Option<&History>,
+        seeds: &[Config],
+    ) -> Result<Box<dyn Tuner>, ModelError> {
+        Ok(match self {
+            TunerSpec::Random => Box::new(RandomTuner::new(seed)),
+            TunerSpec::Grid => Box::new(GridTuner::default()),
+            TunerSpec::Genetic => Box::new(GeneticTuner::new(seed)),
+            TunerSpec::Model {
+                objective,
+                features,
+                diversity,
+            } => {
+                let opts = SearchOptions {
+                    features,
+                    diversity,
+                    ..SearchOptions::default()
+                };
+                Box::new(search::xgb_tuner(w, objective, opts, seed, history, seeds)?)
+            }
+        })
+    }
+}
+
+impl fmt::Display for TunerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TunerSpec::Random => f.write_str("random"),
+            TunerSpec::Grid => f.write_str("grid"),
+            TunerSpec::Genetic => f.write_str("genetic"),
+            TunerSpec::Model {
+                objective,
+                features,
+                diversity,
+            } => {
+                write!(f, "xgb-{objective}")?;
+                if !diversity {
+                    f.write_str("-nodiv")?;
+                }
+                if *features != FeatureSet::Itervar {
+                    write!(f, "-{features}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A name that is no tuner.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tuner `{0}` (expected one of {names})", names = TunerSpec::NAMES.join(", "))]
+pub struct UnknownTuner(pub String);
+
+impl FromStr for TunerSpec {
+    type Err = UnknownTuner;
+
+    fn from_str(name: &str) -> Result<TunerSpec, UnknownTuner> {
+        let unknown = || UnknownTuner(name.to_string());
+        match name {
+            "random" => return Ok(TunerSpec::Random),
+            "grid" => return Ok(TunerSpec::Grid),
+            "genetic" | "ga" => return Ok(TunerSpec::Genetic),
+            _ => {}
+        }
+        let mut parts = name.split('-');
+        if parts.next() != Some("xgb") {
+            return Err(unknown());
+        }
+        let objective = match parts.next() {
+            Some("rank") => Objective::Rank,
+            Some("reg") => Objective::Regression,
+            _ => return Err(unknown()),
+        };
+        let (mut features, mut diversity) = (FeatureSet::Itervar, true);
+        for p in parts {
+            match p {
+                "nodiv" => diversity = false,
+                set => features = set.parse().map_err(|_| unknown())?,
+            }
+        }
+        Ok(TunerSpec::Model {
+            objective,
+            features,
+            diversity,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for name in TunerSpec::NAMES {
+            let spec: TunerSpec = name.parse().unwrap();
+            assert_eq!(spec.to_string(), *name);
+        }
+        assert_eq!("ga".parse::<TunerSpec>(), Ok(TunerSpec::Genetic));
+        assert!("xgb".parse::<TunerSpec>().is_err());
+        assert!("xgb-rank-bogus".parse::<TunerSpec>().is_err());
+        assert!("annealing".parse::<TunerSpec>().is_err());
+    }
+}
