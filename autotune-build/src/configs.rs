@@ -8,12 +8,10 @@ use autotune_codegen::{Config, Workload};
 use autotune_lang::Operator;
 
 use crate::cache::{self, Entry, Lookup};
+use crate::error::Error;
+use crate::report::warn;
+use crate::settings::Mode;
 use crate::settings::Settings;
-use crate::{Error, Mode};
-
-pub(crate) fn warn(msg: &str) {
-    println!("cargo:warning=autotune: {msg}");
-}
 
 /// One config per specialisation of `op` (`None`: the space's default config).
 /// In locked mode, workloads without an entry are added to `missing`.

@@ -26,6 +26,7 @@
 pub mod cache;
 mod configs;
 pub mod error;
+mod report;
 pub mod settings;
 #[cfg(feature = "tune")]
 mod tuning;
@@ -37,6 +38,7 @@ use autotune_lang::mangle;
 use autotune_lang::Operator;
 
 pub use error::{Diagnostic, Error};
+pub use settings::Mode;
 use settings::Settings;
 
 /// Compiles the operators of a crate's source files; see the crate docs.
@@ -45,24 +47,6 @@ pub struct Builder {
     files: Vec<PathBuf>,
     cache_dir: Option<PathBuf>,
     mode: Option<Mode>,
-}
-
-/// What the build does with the tuning cache (`AUTOTUNE=off|cached|locked|tune|retune`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Default schedules; the cache is not read.
-    Off,
-    /// Cached configs where the cache has them, default schedules elsewhere (with a
-    /// warning).
-    Cached,
-    /// Like `Cached`, but a missing entry fails the build (as `cargo --locked`).
-    Locked,
-    /// Tune what the cache lacks (within `AUTOTUNE_TRIALS` / `AUTOTUNE_SECONDS`)
-    /// and write it, when the package is local. The default: a first build tunes,
-    /// later ones (and teammates') replay.
-    Tune,
-    /// Tune every workload again.
-    Retune,
 }
 
 /// An operator found in a source file.

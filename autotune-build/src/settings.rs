@@ -10,7 +10,25 @@ use std::path::{Path, PathBuf};
 use autotune_codegen::{Isa, Target};
 use autotune_lang::mangle::Package;
 
-use crate::{Error, Mode};
+use crate::error::Error;
+
+/// What the build does with the tuning cache (`AUTOTUNE=off|cached|locked|tune|retune`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Default schedules; the cache is not read.
+    Off,
+    /// Cached configs where the cache has them, default schedules elsewhere (with a
+    /// warning).
+    Cached,
+    /// Like `Cached`, but a missing entry fails the build (as `cargo --locked`).
+    Locked,
+    /// Tune what the cache lacks (within `AUTOTUNE_TRIALS` / `AUTOTUNE_SECONDS`)
+    /// and write it, when the package is local. The default: a first build tunes,
+    /// later ones (and teammates') replay.
+    Tune,
+    /// Tune every workload again.
+    Retune,
+}
 
 /// One of autotune's build-time environment variables.
 pub struct EnvVar {

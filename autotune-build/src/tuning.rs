@@ -11,9 +11,9 @@ use autotune_tune::measure::compiler_version;
 use autotune_tune::{TuneOptions, TunerSpec, TuningSession};
 
 use crate::cache::{self, Entry};
-use crate::configs::warn;
+use crate::error::Error;
+use crate::report::warn;
 use crate::settings::Settings;
-use crate::Error;
 
 /// Job tokens of cargo's jobserver held while measuring, so that no other
 /// compile job runs on the cores being timed. Released when dropped.

@@ -24,6 +24,7 @@ pub mod lower;
 pub mod runtime;
 pub mod space;
 pub mod target;
+mod text;
 pub mod workload;
 
 use autotune_lang::mangle::{self, Package, Variant};
@@ -35,12 +36,12 @@ pub use workload::{Workload, WorkloadId};
 
 /// A config that does not belong to its workload's space.
 #[derive(Debug, thiserror::Error)]
-#[error("operator `{op}`, kernel {variant}: {source}")]
+#[error("operator `{op}`, kernel {variant}: the config is not a point of its schedule space")]
 pub struct CodegenError {
     pub op: String,
     pub variant: String,
     #[source]
-    pub source: ConfigError,
+    pub source: Box<ConfigError>,
 }
 
 /// The C source of one variant of `op` under any symbol and runtime prefix:
@@ -70,7 +71,7 @@ pub fn kernel_c(
             Some(space.plan(op, config).map_err(|source| CodegenError {
                 op: op.name.clone(),
                 variant: mangle::variant_name(op, variant),
-                source,
+                source: Box::new(source),
             })?)
         }
     };

@@ -114,7 +114,7 @@ impl FromStr for WorkloadId {
     }
 }
 
-crate::text_serde!(WorkloadId);
+crate::text::text_serde!(WorkloadId);
 
 #[cfg(test)]
 mod tests {

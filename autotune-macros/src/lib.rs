@@ -14,9 +14,12 @@
 //! expansion declares them `extern "C"` under names from `autotune_lang::mangle`
 //! and never reads a file.
 
+mod idents;
 mod reference;
 
-use autotune_lang::ir::{Extent, Operator, ShapeVarKind, TensorRef};
+use idents::{extent_tokens, shape_ident};
+
+use autotune_lang::ir::{Extent, Operator, ShapeVarKind};
 use autotune_lang::mangle::{self, Package, Variant};
 use proc_macro::TokenStream;
 use proc_macro2::{Ident, Literal, Span, TokenStream as Tokens};
@@ -71,24 +74,6 @@ pub fn kernel_threads(input: TokenStream) -> TokenStream {
         }
     }
     .into()
-}
-
-/// `__s_M`: the local holding a shape variable's value (`i64`).
-fn shape_ident(op: &Operator, v: usize) -> Ident {
-    format_ident!("__s_{}", op.shape_vars[v].name)
-}
-
-fn extent_tokens(op: &Operator, e: &Extent) -> Tokens {
-    match e {
-        Extent::Const(c) => {
-            let c = Literal::i64_suffixed(*c);
-            quote!(#c)
-        }
-        Extent::Var(v) => {
-            let id = shape_ident(op, *v);
-            quote!(#id)
-        }
-    }
 }
 
 /// Why a shape variable has the value it has, for error messages.
@@ -396,14 +381,5 @@ fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
             _ => unsafe { __kernel_generic(#ptr_args, #(#shape_vars),*) },
         };
         ::autotune::__private::status(#op_name, __code)?;
-    }
-}
-
-/// Names an input or stage buffer in the reference implementation.
-fn buffer_ident(op: &Operator, t: TensorRef) -> Ident {
-    match t {
-        TensorRef::Input(i) => format_ident!("__in_{}", op.inputs[i].name),
-        TensorRef::Stage(s) if s + 1 == op.stages.len() => format_ident!("__out"),
-        TensorRef::Stage(s) => format_ident!("__st_{}", op.stages[s].name),
     }
 }

@@ -6,7 +6,7 @@ use autotune_lang::ir::{Affine, BinaryOp, DType, Expr, Operator, Stage, TensorRe
 use proc_macro2::{Literal, TokenStream as Tokens};
 use quote::{format_ident, quote};
 
-use crate::{buffer_ident, extent_tokens};
+use crate::idents::{buffer_ident, extent_tokens};
 
 /// The body that fills `__out` from the input views (shape locals already bound).
 pub fn reference(op: &Operator) -> Tokens {

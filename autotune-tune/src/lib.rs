@@ -28,11 +28,8 @@ pub mod session;
 pub mod spec;
 pub mod tuner;
 
+pub use measure::HOST_TRIPLE;
 pub use record::{LogError, Record};
 pub use session::{shipped_threads, SessionReport, Summary, TuneError, TuneOptions, TuningSession};
 pub use spec::TunerSpec;
 pub use tuner::Tuner;
-
-/// The target triple this crate was compiled for: where it runs (a build script
-/// or `cargo autotune`) is the host, whose C compiler measures candidates.
-pub const HOST_TRIPLE: &str = env!("AUTOTUNE_HOST_TARGET");

@@ -71,7 +71,7 @@ impl Default for TuneOptions {
             log: None,
             seed: 1,
             target: Target {
-                triple: crate::HOST_TRIPLE.to_string(),
+                triple: measure::HOST_TRIPLE.to_string(),
                 isa: autotune_codegen::Isa::detect(),
             },
         }

@@ -20,80 +20,20 @@ use std::process::Command;
 use std::time::Duration;
 
 mod driver;
+mod error;
 mod process;
 
 use autotune_codegen::emit::file_header;
 use autotune_codegen::runtime::{runtime_c, RUNTIME_C};
-use autotune_codegen::{kernel_c, CodegenError, Config, Isa, Workload};
+use autotune_codegen::{kernel_c, Config, Isa, Workload};
 use autotune_lang::ir::DType;
 use autotune_lang::mangle::Variant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-pub use process::compiler_version;
+pub use error::{ErrorClass, MeasureError};
 use process::{c_compiler, compile_objects, run_compiler, run_limited};
-
-/// Why a measurement failed.
-#[derive(Debug, thiserror::Error)]
-pub enum MeasureError {
-    #[error("cannot prepare the measurement in {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the config is not in the space: {0}")]
-    Config(#[from] CodegenError),
-    #[error("compile error: {0}")]
-    Compile(String),
-    #[error("the compiler ran past its {0:?} time limit")]
-    CompileTimeout(Duration),
-    #[error("the candidate crashed: {0}")]
-    Crash(String),
-    #[error("the candidate ran past its {0:?} time limit")]
-    Timeout(Duration),
-    #[error("wrong result: {0}")]
-    WrongResult(String),
-    #[error("the candidate could not allocate its scratch memory")]
-    Alloc,
-    /// The measurement machinery itself failed (not the candidate).
-    #[error("measurement failed: {0}")]
-    Harness(String),
-    /// A candidate that did not build, with its recorded error.
-    #[error("{1}")]
-    Failed(ErrorClass, String),
-}
-
-/// The class of a failed trial, as tuning records store it.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    InvalidConfig,
-    CompileError,
-    CompileTimeout,
-    RuntimeCrash,
-    RunTimeout,
-    WrongResult,
-    AllocFailed,
-    Harness,
-}
-
-impl MeasureError {
-    pub fn class(&self) -> ErrorClass {
-        match self {
-            MeasureError::Config(_) => ErrorClass::InvalidConfig,
-            MeasureError::Compile(_) => ErrorClass::CompileError,
-            MeasureError::CompileTimeout(_) => ErrorClass::CompileTimeout,
-            MeasureError::Crash(_) => ErrorClass::RuntimeCrash,
-            MeasureError::Timeout(_) => ErrorClass::RunTimeout,
-            MeasureError::WrongResult(_) => ErrorClass::WrongResult,
-            MeasureError::Alloc => ErrorClass::AllocFailed,
-            MeasureError::Io { .. } | MeasureError::Harness(_) => ErrorClass::Harness,
-            MeasureError::Failed(c, _) => *c,
-        }
-    }
-}
+pub use process::{compiler_version, HOST_TRIPLE};
 
 /// How to time a candidate.
 #[derive(Clone, Copy, Debug)]

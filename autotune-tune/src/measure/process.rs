@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 
 use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
 
-use super::MeasureError;
+use super::error::MeasureError;
+
+/// The target triple this crate was compiled for: where it runs (a build script
+/// or `cargo autotune`) is the host, whose C compiler measures candidates.
+pub const HOST_TRIPLE: &str = env!("AUTOTUNE_HOST_TARGET");
 
 /// Limit for one compiler process.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -27,10 +31,9 @@ pub fn compiler_version() -> String {
 }
 
 pub(super) fn c_compiler() -> Result<cc::Tool, MeasureError> {
-    let target = env!("AUTOTUNE_HOST_TARGET");
     cc::Build::new()
-        .target(target)
-        .host(target)
+        .target(HOST_TRIPLE)
+        .host(HOST_TRIPLE)
         .opt_level(OPT_LEVEL)
         .cargo_metadata(false)
         .try_get_compiler()
