@@ -5,7 +5,8 @@ summary.md (the figures docs/experiments.md quotes).
     python3 bench/experiments.py bench/results/experiments-<stamp>
 
 Reads <workload>.<tuner>.<seed>.jsonl (autotune record logs), their .json run
-summaries, and tvm-<wl>/database_tuning_record.json + tvm-<wl>.log when present.
+summaries, and tvm-<wl>/database_tuning_record.json + tvm-<wl>.log when present. A
+packed run's raw.tar.xz (bench/results/README.md) is unpacked beside them first.
 """
 
 import glob
@@ -14,6 +15,7 @@ import os
 import re
 import statistics
 import sys
+import tarfile
 
 TVM_NAMES = {"gemm512": "matmul512", "gemm1024": "matmul1024", "conv-c2": "conv64",
              "conv-c6": "conv128", "conv-c9": "conv256"}
@@ -22,6 +24,20 @@ FLOPS = {"gemm512": 2 * 512**3, "gemm1024": 2 * 1024**3, "conv-c2": 2 * 64 * 64 
 ORDER = ["xgb-rank", "xgb-reg", "xgb-rank-nodiv", "genetic", "random", "tvm"]
 COLORS = {"xgb-rank": "#d62728", "xgb-reg": "#ff7f0e", "xgb-rank-nodiv": "#9467bd",
           "genetic": "#2ca02c", "random": "#1f77b4", "tvm": "#7f7f7f"}
+
+
+def unpack(d):
+    """A packed run (bench/results/README.md): its raw.tar.xz unpacked into d, keeping
+    the files already there, so that the report reads what the run wrote."""
+    path = os.path.join(d, "raw.tar.xz")
+    if not os.path.exists(path):
+        return
+    with tarfile.open(path) as tar:
+        todo = [m for m in tar.getmembers() if not os.path.lexists(os.path.join(d, m.name))]
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(d, members=todo, filter="data")
+        else:
+            tar.extractall(d, members=todo)
 
 
 def random_samples(d, name):
@@ -172,6 +188,7 @@ def goal_lines(tuners, label, samples=None):
 
 
 def main(d):
+    unpack(d)
     runs = load_runs(d)
     search_only = load_runs(d, skip_first=True)
     md = [f"# Tuner experiments: {os.path.basename(d.rstrip('/'))}", ""]

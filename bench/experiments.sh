@@ -18,6 +18,8 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 # OUT=<an earlier run's directory> continues it: runs resume from their logs.
 OUT="${OUT:-$ROOT/bench/results/experiments-$STAMP}"
 mkdir -p "$OUT"
+# A packed run (bench/results/README.md) continues from its unpacked record logs.
+if [ -f "$OUT/raw.tar.xz" ]; then tar -xJf "$OUT/raw.tar.xz" -C "$OUT" --skip-old-files; fi
 (cd "$ROOT" && cargo build --release -q -p cargo-autotune)
 AT="$ROOT/target/release/cargo-autotune autotune"
 TUNERS="${TUNERS:-xgb-rank random genetic xgb-reg xgb-rank-nodiv}"
@@ -63,3 +65,5 @@ if [ -n "${TVM_WORKLOADS-matmul512 conv64}" ] && [ -f "$TVM" ]; then
 fi
 echo "$(date +%T) done"
 python3 "$ROOT/bench/experiments.py" "$OUT"
+# The raw data, packed for the commit (bench/results/README.md).
+bash "$ROOT/bench/pack-results.sh" "$OUT"

@@ -2,7 +2,7 @@
 # Tuning throughput (issue 4): 200-trial runs of the random and genetic tuners on
 # GEMM 512³ and one conv2d layer (ResNet-18 C9), single-threaded measurements,
 # on this 2-core machine. Writes bench/results/throughput-<time>.log and the
-# record logs beside it.
+# record logs beside it, packed as throughput-<time>.records.tar.xz.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -20,3 +20,6 @@ for tuner in random genetic; do
       --trials "${TRIALS:-200}" --batch 16 --log "$log" --dir /tmp/autotune-throughput --json
   done
 done
+# The record logs, packed beside the log (bench/results/README.md).
+(cd "$ROOT/bench/results" &&
+  bash "$ROOT/bench/pack-results.sh" . "throughput-$STAMP.records.tar.xz" records-"$STAMP"-*.jsonl)

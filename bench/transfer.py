@@ -8,10 +8,11 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from experiments import load_runs, median_curve, reach, svg  # noqa: E402
+from experiments import load_runs, median_curve, reach, svg, unpack  # noqa: E402
 
 
 def main(d):
+    unpack(d)
     runs = load_runs(d)
     md = [f"# Transfer learning: {os.path.basename(d.rstrip('/'))}", "",
           "Trials to reach 95% of the no-transfer run's final best (same seed; "

@@ -45,3 +45,5 @@ for seed in ${SEEDS:-1 2 3}; do
 done
 echo "$(date +%T) done"
 python3 "$ROOT/bench/transfer.py" "$OUT"
+# The raw data, packed for the commit (bench/results/README.md).
+bash "$ROOT/bench/pack-results.sh" "$OUT"

@@ -12,7 +12,11 @@ mkdir -p "$CACHE/records"
 (cd "$ROOT" && cargo build --release -q -p cargo-autotune)
 THREADS="$(nproc)"
 HISTORY=(--history "$CACHE/records")
-for d in "$ROOT"/bench/results/experiments-*/; do HISTORY+=(--history "$d"); done
+for d in "$ROOT"/bench/results/experiments-*/; do
+  # A packed run's record logs (bench/results/README.md), unpacked in place (git ignores them).
+  if [ -f "$d/raw.tar.xz" ]; then tar -xJf "$d/raw.tar.xz" -C "$d" --skip-old-files; fi
+  HISTORY+=(--history "$d")
+done
 for spec in 6 5 0 2 3 4; do # 256³, 512³, 1024³, 127×255×511, 1×4096², 16×4096²
   "$ROOT/target/release/cargo-autotune" autotune tune --file "$ROOT/bench/ops.rs" --op gemm \
     --spec "$spec" --threads "$THREADS" --trials "$TRIALS" --save --cache "$CACHE" \
