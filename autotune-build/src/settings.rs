@@ -265,11 +265,14 @@ fn shipped_threads(_: Option<&str>) -> usize {
     1
 }
 
-/// A package from a registry, a git dependency or `cargo package`'s
-/// verification build never has its source directory written.
+/// A package from a registry, a vendored directory, a git dependency or
+/// `cargo package`'s verification build never has its source directory
+/// written. Every packaged crate carries the `Cargo.toml.orig` that `cargo
+/// package` writes beside the normalised manifest, wherever it was unpacked.
 fn is_local(manifest_dir: &Path) -> bool {
     let p = manifest_dir.to_string_lossy().replace('\\', "/");
-    !(p.contains("/.cargo/registry/")
+    !(manifest_dir.join("Cargo.toml.orig").exists()
+        || p.contains("/.cargo/registry/")
         || p.contains("/.cargo/git/")
         || p.contains("/target/package/"))
 }

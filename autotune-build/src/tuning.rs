@@ -69,7 +69,7 @@ pub(crate) fn tune_one(
     let session = TuningSession {
         workload: w,
         operators: all_ops,
-        tuner: TunerSpec::default_for_build(),
+        tuner: TunerSpec::MODEL,
         options: TuneOptions {
             trials: settings.budget.trials,
             time: Some(Duration::from_secs_f64(settings.budget.seconds)),

@@ -29,8 +29,9 @@ pub enum TunerSpec {
 }
 
 impl TunerSpec {
-    /// The model-guided tuner the build and `cargo autotune tune` use with the
-    /// cost model: `xgb-rank`.
+    /// The tuner the build and `cargo autotune tune` use: `xgb-rank`, the
+    /// model-guided search ([`crate::TuningSession`] falls back to
+    /// [`TunerSpec::BLACK_BOX`], and says so, where the model is not built in).
     pub const MODEL: TunerSpec = TunerSpec::Model {
         objective: Objective::Rank,
         features: FeatureSet::Itervar,
@@ -52,16 +53,6 @@ impl TunerSpec {
         "random",
         "grid",
     ];
-
-    /// The default tuner of this build: [`TunerSpec::MODEL`] with the `xgboost`
-    /// feature, else [`TunerSpec::BLACK_BOX`].
-    pub fn default_for_build() -> TunerSpec {
-        if crate::model::AVAILABLE {
-            TunerSpec::MODEL
-        } else {
-            TunerSpec::BLACK_BOX
-        }
-    }
 
     /// Whether this tuner needs the cost model.
     pub fn needs_model(self) -> bool {

@@ -384,7 +384,7 @@ fn main() -> Result<()> {
             let session = TuningSession {
                 workload: &w,
                 operators: &ops,
-                tuner: tuner.unwrap_or_else(TunerSpec::default_for_build),
+                tuner: tuner.unwrap_or(TunerSpec::MODEL),
                 options: TuneOptions {
                     trials,
                     time: seconds.map(std::time::Duration::from_secs_f64),

@@ -1,0 +1,3 @@
+fn main() {
+    autotune_build::Builder::new().file("src/lib.rs").compile();
+}
