@@ -1,7 +1,28 @@
 //! Analyses of the IR that code generation builds on: load sites, the
-//! reductions of a stage, and which consumer stages can be fused.
+//! reductions of a stage, which consumer stages can be fused, and which inputs
+//! a function needs positive.
 
-use crate::ir::{Expr, Operator, TensorRef};
+use crate::ir::{Expr, Operator, TensorRef, UnaryOp};
+
+/// Per input: whether some stage takes `log` or `sqrt` of it directly, so test
+/// inputs should be drawn positive to keep the function in its domain.
+pub fn positive_inputs(op: &Operator) -> Vec<bool> {
+    let mut out = vec![false; op.inputs.len()];
+    for stage in &op.stages {
+        stage.body.visit(&mut |x| {
+            if let Expr::Unary(UnaryOp::Log | UnaryOp::Sqrt, arg) = x {
+                if let Expr::Load {
+                    tensor: TensorRef::Input(i),
+                    ..
+                } = **arg
+                {
+                    out[i] = true;
+                }
+            }
+        });
+    }
+    out
+}
 
 /// Load sites of an expression in pre-order.
 pub fn load_sites(e: &Expr) -> Vec<&Expr> {
@@ -66,4 +87,23 @@ pub fn fusible_consumer(op: &Operator, s: usize) -> Option<usize> {
         _ => true,
     });
     identity.then_some(*c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_under_log_or_sqrt_are_positive() {
+        let item: syn::ItemFn = syn::parse_str(
+            "fn f(a: Tensor<f32, (N,)>, b: Tensor<f32, (N,)>, c: Tensor<f32, (N,)>)
+                -> Tensor<f32, (N,)> {
+                compute(|i| sqrt(a[i]) + log(b[i] * 2.0) + c[i])
+            }",
+        )
+        .unwrap();
+        let op = crate::parse_operator(proc_macro2::TokenStream::new(), &item).unwrap();
+        // `b` is scaled first: its domain is not this analysis's to guess.
+        assert_eq!(positive_inputs(&op), vec![true, false, false]);
+    }
 }

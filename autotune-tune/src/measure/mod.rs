@@ -26,6 +26,7 @@ mod process;
 use autotune_codegen::emit::file_header;
 use autotune_codegen::runtime::{runtime_c, RUNTIME_C};
 use autotune_codegen::{kernel_c, Config, Isa, Workload};
+use autotune_lang::analysis::positive_inputs;
 use autotune_lang::ir::DType;
 use autotune_lang::mangle::Variant;
 use rand::rngs::StdRng;
@@ -99,7 +100,8 @@ pub enum Candidate {
 }
 
 /// Generates, compiles and prepares `configs` of `w` in `dir` (created if
-/// missing), for ISA level `isa`. Inputs are uniform in [-1, 1) from `seed`.
+/// missing), for ISA level `isa`. Inputs are uniform in [-1, 1) from `seed`
+/// (positive where a `log` or `sqrt` reads them).
 pub fn build_batch(
     w: &Workload,
     configs: &[Config],
@@ -308,10 +310,13 @@ pub fn build_candidates(
     run_compiler(link).map_err(|e| MeasureError::Harness(format!("linking: {e}")))?;
     // Inputs, then the reference output.
     let mut rng = StdRng::seed_from_u64(seed);
+    // Uniform in [-1, 1), or in [0.25, 1.25) for an input a `log` or `sqrt` reads.
+    let positive = positive_inputs(&w.op);
     for (i, n) in in_sizes.iter().enumerate() {
+        let range = if positive[i] { 0.25..1.25 } else { -1.0..1.0 };
         let bytes: Vec<u8> = (0..*n)
             .flat_map(|_| {
-                let v: f64 = rng.gen_range(-1.0..1.0);
+                let v: f64 = rng.gen_range(range.clone());
                 match w.op.dtype {
                     DType::F32 => (v as f32).to_le_bytes().to_vec(),
                     DType::F64 => v.to_le_bytes().to_vec(),
@@ -399,7 +404,8 @@ pub fn read_output(path: &Path, dtype: DType) -> Result<Vec<f64>, MeasureError> 
 }
 
 /// Tolerance of a kernel against the reference: reductions may run in another
-/// order and with fused multiply-adds.
+/// order and with fused multiply-adds. A NaN must meet a NaN and an infinity
+/// the same infinity, at the same position.
 pub fn compare(got: &[f64], want: &[f64], dtype: DType) -> Result<(), MeasureError> {
     if got.len() != want.len() {
         return Err(MeasureError::WrongResult(format!(
@@ -417,12 +423,15 @@ pub fn compare(got: &[f64], want: &[f64], dtype: DType) -> Result<(), MeasureErr
         .filter(|w| w.is_finite())
         .fold(0.0f64, |m, w| m.max(w.abs()));
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        if g == w {
-            continue;
-        }
         let tol = rtol * (w.abs() + scale);
-        // NaN differences fail too.
-        let close = (g - w).abs() <= tol;
+        let close = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() {
+            g == w
+        } else {
+            // A NaN or infinite `g` fails here too.
+            (g - w).abs() <= tol
+        };
         if !close {
             return Err(MeasureError::WrongResult(format!(
                 "output element {i} is {g}, the reference {w} (tolerance {tol:e})"
