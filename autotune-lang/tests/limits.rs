@@ -1,0 +1,54 @@
+//! Specialisations a kernel cannot index are refused at compile time, with a
+//! span on the offending value.
+
+fn parse(attr: &str, body: &str) -> Result<autotune_lang::Operator, syn::Error> {
+    let item: syn::ItemFn = syn::parse_str(body).unwrap();
+    autotune_lang::parse_operator(attr.parse().unwrap(), &item)
+}
+
+const GEMM: &str = "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+}";
+
+#[test]
+fn a_zero_size_specialisation_is_refused() {
+    let e = parse("specialize(M = 0, N = 16, K = 8)", GEMM).expect_err("M = 0 has no elements");
+    assert!(e.to_string().contains("`M = 0`"), "{e}");
+    // The span is the value's.
+    assert_eq!(e.span().start().column, "specialize(M = ".len());
+}
+
+#[test]
+fn element_counts_beyond_the_index_type_are_refused() {
+    // 2^40 · 2^40 elements in the output: no int64 index reaches them.
+    let e = parse(
+        "specialize(M = 1099511627776, N = 1099511627776, K = 8)",
+        GEMM,
+    )
+    .expect_err("the output overflows");
+    let msg = e.to_string();
+    assert!(msg.contains("output") && msg.contains("elements"), "{msg}");
+    // An intermediate stage counts as well: three axes of 2^21 · 2^21 · 2^22.
+    let e = parse(
+        "specialize(A = 2097152, B = 2097152, C = 4194304)",
+        "pub fn f(x: Tensor<f32, (A,)>, y: Tensor<f32, (B,)>, z: Tensor<f32, (C,)>)
+            -> Tensor<f32, (A,)> {
+            let t: Tensor<f32, (A, B, C)> = compute(|i, j, k| x[i] * y[j] * z[k]);
+            compute(|i| sum(|j| sum(|k| t[i][j][k])))
+        }",
+    );
+    // (Nested sums are refused anyway; either way this must not be accepted.)
+    assert!(e.is_err());
+    let e = parse(
+        "specialize(A = 2097152, B = 2097152, C = 4194304)",
+        "pub fn f(x: Tensor<f32, (A,)>, y: Tensor<f32, (B,)>, z: Tensor<f32, (C,)>)
+            -> Tensor<f32, (A,)> {
+            let t: Tensor<f32, (A, B, C)> = compute(|i, j, k| x[i] * y[j] * z[k]);
+            compute(|i| t[i][0][0])
+        }",
+    )
+    .expect_err("the stage `t` overflows");
+    assert!(e.to_string().contains("`t`"), "{e}");
+    // Large but indexable is fine.
+    parse("specialize(M = 65536, N = 65536, K = 8)", GEMM).unwrap();
+}
