@@ -414,6 +414,23 @@ impl Operator {
         }
     }
 
+    /// Every tensor of the operator: the inputs, then the stages.
+    pub fn tensors(&self) -> impl Iterator<Item = TensorRef> + '_ {
+        (0..self.inputs.len())
+            .map(TensorRef::Input)
+            .chain((0..self.stages.len()).map(TensorRef::Stage))
+    }
+
+    /// Bytes of a tensor at these shape values, or `None` where the count
+    /// overflows `i64` (the index type of the kernels).
+    pub fn tensor_bytes(&self, t: TensorRef, values: &[i64]) -> Option<i64> {
+        self.tensor_dims(t)
+            .iter()
+            .try_fold(self.dtype.size() as i64, |n, d| {
+                n.checked_mul(d.value(values))
+            })
+    }
+
     /// Shape variables whose values come from the inputs, in id order: the
     /// variables a specialisation names.
     pub fn input_shape_vars(&self) -> impl Iterator<Item = (ShapeVarId, &ShapeVar)> {

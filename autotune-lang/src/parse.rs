@@ -882,6 +882,12 @@ fn specializations(
             if given.iter().any(|(g, _)| *g == v) {
                 return Err(name.err(format!("`{name}` is specialised twice")));
             }
+            if x == 0 {
+                return Err(value.err(format!(
+                    "`{name} = 0`: a specialised size must be at least 1 (a call with an empty \
+                     tensor runs the generic kernel)"
+                )));
+            }
             given.push((v, x));
         }
         let missing: Vec<&str> = op
@@ -904,6 +910,34 @@ fn specializations(
                 "this specialisation makes a derived shape negative or overflow",
             )
         })?;
+        if let Some(v) = (0..values.len()).find(|&v| values[v] == 0) {
+            return Err(syn::Error::new(
+                *span,
+                format!(
+                    "this specialisation makes the derived shape `{}` zero",
+                    op.shape_vars[v].name
+                ),
+            ));
+        }
+        for t in op.tensors() {
+            if op.tensor_bytes(t, &values).is_none() {
+                let dims: Vec<String> = op
+                    .tensor_dims(t)
+                    .iter()
+                    .map(|d| d.value(&values).to_string())
+                    .collect();
+                return Err(syn::Error::new(
+                    *span,
+                    format!(
+                        "this specialisation gives `{}` {} elements ({}): more than a kernel \
+                         can index (its byte count must fit in an i64)",
+                        op.tensor_name(t),
+                        dims.join("·"),
+                        op.dtype
+                    ),
+                ));
+            }
+        }
         let spec = Specialization { values };
         if out.contains(&spec) {
             return Err(syn::Error::new(*span, "duplicate specialisation"));

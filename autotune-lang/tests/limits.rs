@@ -6,7 +6,8 @@ fn parse(attr: &str, body: &str) -> Result<autotune_lang::Operator, syn::Error> 
     autotune_lang::parse_operator(attr.parse().unwrap(), &item)
 }
 
-const GEMM: &str = "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+const GEMM: &str =
+    "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
 }";
 
