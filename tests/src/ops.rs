@@ -161,3 +161,12 @@ pub fn total(a: Tensor<f64, (M, N)>) -> Tensor<f64, ()> {
 pub fn forward_diff(x: Tensor<f32, N>, y: Tensor<f32, M>) -> Tensor<f32, M> {
     compute(|i| x[i + 1] - y[i])
 }
+
+/// An intermediate stage far larger than the inputs and the output (an outer
+/// product, read at one corner): the wrapper must refuse sizes whose scratch
+/// buffer the kernel cannot address.
+#[tensor_op]
+pub fn outer3_corner(x: Tensor<f32, A>, y: Tensor<f32, B>, z: Tensor<f32, C>) -> Tensor<f32, A> {
+    let t: Tensor<f32, (A, B, C)> = compute(|i, j, k| x[i] * y[j] * z[k]);
+    compute(|i| t[i][0][0])
+}
