@@ -19,7 +19,7 @@ mod reference;
 
 use idents::{extent_tokens, shape_ident};
 
-use autotune_lang::ir::{Extent, Operator, ShapeVarKind};
+use autotune_lang::ir::{Extent, Operator, ShapeVarKind, TensorRef};
 use autotune_lang::mangle::{self, Package, Variant};
 use proc_macro::TokenStream;
 use proc_macro2::{Ident, Literal, Span, TokenStream as Tokens};
@@ -155,6 +155,22 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
         })
         .collect();
 
+    // Every tensor the kernel allocates or indexes beyond the inputs: sizes it
+    // computes in int64 must not overflow there.
+    let elem_bytes = op.dtype.size();
+    let size_checks: Tokens = op
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(s, stage)| {
+            let name = op.tensor_name(TensorRef::Stage(s));
+            let dims = stage.dims.iter().map(|d| extent_tokens(op, d));
+            quote! {
+                ::autotune::__private::check_size(#op_name, #name, &[#(#dims),*], #elem_bytes)?;
+            }
+        })
+        .collect();
+
     let marker = mangle::built_marker(&op_name);
     let marker_msg = format!(
         "autotune: no kernel was built for the operator `{op_name}`. Add a build script that \
@@ -218,6 +234,7 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
             #checks
             let __out_dims: [usize; #out_rank] = [#(#out_dims),*];
             ::autotune::__private::elements(#op_name, &__out_dims)?;
+            #size_checks
             let mut __owned: ::core::option::Option<::autotune::Tensor<#t, #out_rank>> = ::core::option::Option::None;
             {
                 let __out: &mut [#t] = match out {
@@ -227,8 +244,9 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
                         o.into_data()
                     }
                     ::core::option::Option::None => {
-                        __owned = ::autotune::Tensor::zeros(__out_dims);
-                        __owned.as_mut().ok_or(::autotune::Error::Overflow { op: #op_name })?.data_mut()
+                        __owned = ::core::option::Option::Some(
+                            ::autotune::__private::owned_output(#op_name, __out_dims)?);
+                        __owned.as_mut().expect("just set").data_mut()
                     }
                 };
                 if __imp == ::autotune::__private::Impl::Reference {

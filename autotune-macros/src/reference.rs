@@ -22,9 +22,11 @@ pub fn reference(op: &Operator) -> Tokens {
         let buf = buffer_ident(op, TensorRef::Stage(s));
         if s + 1 < op.stages.len() {
             let dims = stage.dims.iter().map(|d| extent_tokens(op, d));
+            let name = op.tensor_name(TensorRef::Stage(s));
             out.extend(quote! {
-                let mut #buf: ::std::vec::Vec<#t> = ::std::vec![0.0; ::autotune::__private::elements(
-                    #op_name, &[#(::autotune::__private::dim(#op_name, #dims)?),*])?];
+                let mut #buf: ::std::vec::Vec<#t> = ::autotune::__private::zeroed(#op_name, #name,
+                    ::autotune::__private::elements(
+                        #op_name, &[#(::autotune::__private::dim(#op_name, #dims)?),*])?)?;
             });
         }
         out.extend(stage_loops(op, s, stage));

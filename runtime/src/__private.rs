@@ -1,6 +1,7 @@
 //! Helpers called by the `#[tensor_op]` expansion. Not a public API.
 
-use crate::{Error, IntoTensorMut, IntoTensorRef, TensorMut, TensorRef};
+use crate::tensor::AllocFailure;
+use crate::{Error, IntoTensorMut, IntoTensorRef, Tensor, TensorMut, TensorRef};
 
 pub use crate::Element;
 
@@ -151,6 +152,50 @@ pub fn elements(op: &'static str, dims: &[usize]) -> Result<usize, Error> {
     dims.iter()
         .try_fold(1usize, |a, d| a.checked_mul(*d))
         .ok_or(Error::Overflow { op })
+}
+
+/// Checks that a tensor the kernel allocates or indexes (an intermediate stage,
+/// the output) is addressable: its buffer of `elements + 1` elements, sized in
+/// the kernel's `int64` arithmetic, must not overflow. The C side never sees a
+/// size this did not check.
+pub fn check_size(
+    op: &'static str,
+    tensor: &'static str,
+    dims: &[i64],
+    elem_bytes: usize,
+) -> Result<(), Error> {
+    dims.iter()
+        .try_fold(1i64, |a, d| a.checked_mul(*d))
+        .and_then(|n| n.checked_add(1))
+        .and_then(|n| n.checked_mul(elem_bytes as i64))
+        .map(|_| ())
+        .ok_or_else(|| Error::TooLarge {
+            op,
+            tensor,
+            dims: dims.to_vec(),
+        })
+}
+
+/// A zeroed buffer of `n` elements for tensor `tensor`, allocated fallibly.
+pub fn zeroed<T: Element>(
+    op: &'static str,
+    tensor: &'static str,
+    n: usize,
+) -> Result<Vec<T>, Error> {
+    crate::tensor::zeroed(n).map_err(|f| match f {
+        AllocFailure::Overflow => Error::Overflow { op },
+        AllocFailure::OutOfMemory(bytes) => Error::OutOfMemory { op, tensor, bytes },
+    })
+}
+
+/// The owned output of a call, allocated fallibly.
+pub fn owned_output<T: Element, const R: usize>(
+    op: &'static str,
+    dims: [usize; R],
+) -> Result<Tensor<T, R>, Error> {
+    let n = elements(op, &dims)?;
+    let data = zeroed(op, "output", n)?;
+    Ok(Tensor::from_vec(data, dims).expect("the length matches the dimensions"))
 }
 
 /// A size computed in `i64` as a `usize` dimension.

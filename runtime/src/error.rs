@@ -55,6 +55,22 @@ pub enum Error {
     },
     #[error("{op}: the output's size overflows")]
     Overflow { op: &'static str },
+    #[error(
+        "{op}: tensor `{tensor}` would have {} elements, more than a kernel can index \
+         (its byte size must fit in an i64)",
+        dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("·")
+    )]
+    TooLarge {
+        op: &'static str,
+        tensor: &'static str,
+        dims: Vec<i64>,
+    },
+    #[error("{op}: cannot allocate {bytes} bytes for tensor `{tensor}`")]
+    OutOfMemory {
+        op: &'static str,
+        tensor: &'static str,
+        bytes: usize,
+    },
     #[error("{op}: the kernel could not allocate its scratch memory")]
     Alloc { op: &'static str },
 }

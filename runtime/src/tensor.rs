@@ -72,11 +72,12 @@ pub struct Tensor<T, const R: usize> {
 }
 
 impl<T: Element, const R: usize> Tensor<T, R> {
-    /// A tensor of zeros; `None` if the element count overflows.
+    /// A tensor of zeros; `None` if its byte size overflows or the memory cannot
+    /// be allocated (never a panic or an abort).
     pub fn zeros(dims: [usize; R]) -> Option<Self> {
         let n = dims.iter().try_fold(1usize, |a, d| a.checked_mul(*d))?;
         Some(Tensor {
-            data: vec![T::default(); n],
+            data: zeroed(n).ok()?,
             dims,
         })
     }
@@ -236,4 +237,26 @@ mod ndarray_impls {
     }
 
     ranks!(1 2 3 4 5 6);
+}
+
+/// Why a buffer could not be had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AllocFailure {
+    /// Its byte size does not fit an `isize`.
+    Overflow,
+    /// The allocator refused that many bytes.
+    OutOfMemory(usize),
+}
+
+/// `n` zeros, allocated fallibly.
+pub(crate) fn zeroed<T: Element>(n: usize) -> Result<Vec<T>, AllocFailure> {
+    let bytes = n
+        .checked_mul(std::mem::size_of::<T>())
+        .filter(|b| *b <= isize::MAX as usize)
+        .ok_or(AllocFailure::Overflow)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| AllocFailure::OutOfMemory(bytes))?;
+    v.resize(n, T::default());
+    Ok(v)
 }
