@@ -199,3 +199,29 @@ fn out_of_tree_crate() {
     assert!(out.contains("unknown tensor `c`"), "{out}");
     assert!(out.contains("--> src/ops.rs:6:67"), "{out}");
 }
+
+/// Every file the build reads is tracked, also one the first build did not find:
+/// a cache that appears or changes after the first build (a `git pull`, `cargo
+/// autotune tune --save`, a corrupted file) reruns the build script.
+#[test]
+fn a_cache_that_changes_after_the_first_build_is_seen() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-watch");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate(&dir, OPS);
+    let env = [("AUTOTUNE", "cached")];
+    let build = cargo(&dir, &["build"], &env);
+    assert!(build.status.success(), "{}", text(&build));
+    // The cache appears after the first build: here, a corrupt one.
+    std::fs::create_dir_all(dir.join("tuning-cache")).unwrap();
+    std::fs::write(
+        dir.join("tuning-cache/mm_bias_relu.toml"),
+        "[[entry]]\nworkload = 3\n",
+    )
+    .unwrap();
+    let build = cargo(&dir, &["build"], &env);
+    let out = text(&build);
+    assert!(
+        !build.status.success() && out.contains("the tuning cache does not parse"),
+        "the build did not read the new cache: {out}"
+    );
+}
