@@ -111,9 +111,24 @@ impl Builder {
                 .as_deref()
                 .unwrap_or(Path::new("tuning-cache")),
         );
+        // Every file the build reads is tracked, also one the build does not find
+        // yet: a local package gets its (empty) cache directory now, so that a
+        // cache that appears later (`git pull`, `cargo autotune tune --save`) reruns
+        // this script. A packaged one cannot change.
+        if settings.local && mode != Mode::Off {
+            std::fs::create_dir_all(&cache_dir).map_err(|source| Error::Write {
+                path: cache_dir.clone(),
+                source,
+            })?;
+        }
         if cache_dir.exists() {
             println!("cargo:rerun-if-changed={}", cache_dir.display());
         }
+        // `[package.metadata.autotune]`.
+        println!(
+            "cargo:rerun-if-changed={}",
+            settings.manifest_dir.join("Cargo.toml").display()
+        );
         let mut c_files = Vec::new();
         let mut missing = Vec::new();
         let all_ops: Vec<Operator> = ops.iter().map(|s| s.op.clone()).collect();
