@@ -25,3 +25,47 @@ fn nans_and_infinities_elsewhere_fail() {
         assert!(compare(&got, &want, DType::F32).is_err(), "{got:?}");
     }
 }
+
+mod common;
+
+use autotune_tune::measure::{Candidate, ErrorClass};
+use autotune_tune::session::measure_candidates;
+
+const RELU_SIG: &str = "int32_t CANDIDATE(const float *restrict in_x, float *restrict out)";
+
+/// A kernel that skips elements, or writes one past its output, is wrong even
+/// where what it left behind happens to equal the reference (the zeros of a
+/// ReLU): outputs are poisoned before the check, and guarded.
+#[test]
+fn unwritten_and_overrun_outputs_are_wrong_results() {
+    let w = common::workload(
+        "specialize(N = 64)",
+        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
+    );
+    let dir = common::scratch("check-poison");
+    let opts = common::options(&dir);
+    let candidates = vec![
+        Candidate::Source(format!(
+            "{RELU_SIG} {{ for (int i = 0; i < 64; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0; }}"
+        )),
+        // Skips the elements whose result is 0.
+        Candidate::Source(format!(
+            "{RELU_SIG} {{ for (int i = 0; i < 64; ++i) if (in_x[i] > 0) out[i] = in_x[i]; return 0; }}"
+        )),
+        // Right, and then one element past the end.
+        Candidate::Source(format!(
+            "{RELU_SIG} {{ for (int i = 0; i < 64; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; \
+             out[64] = 0.0f; return 0; }}"
+        )),
+    ];
+    let records = measure_candidates(&w, &candidates, &opts).unwrap();
+    let classes: Vec<Option<ErrorClass>> = records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.class))
+        .collect();
+    assert_eq!(
+        classes,
+        vec![None, Some(ErrorClass::WrongResult), Some(ErrorClass::WrongResult)],
+        "{records:#?}"
+    );
+}
