@@ -65,7 +65,11 @@ fn unwritten_and_overrun_outputs_are_wrong_results() {
         .collect();
     assert_eq!(
         classes,
-        vec![None, Some(ErrorClass::WrongResult), Some(ErrorClass::WrongResult)],
+        vec![
+            None,
+            Some(ErrorClass::WrongResult),
+            Some(ErrorClass::WrongResult)
+        ],
         "{records:#?}"
     );
 }

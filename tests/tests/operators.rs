@@ -21,8 +21,8 @@ fn matmul() {
     ] {
         let a = random::<f32, 2>([m, k], 1);
         let b = random::<f32, 2>([k, n], 2);
-        check(&format!("matmul {m}x{n}x{k}"), |imp| {
-            ops::__autotune_matmul(imp, a.view(), b.view(), None)
+        check(&format!("matmul {m}x{n}x{k}"), |imp, out| {
+            ops::__autotune_matmul(imp, a.view(), b.view(), out)
         });
     }
 }
@@ -53,8 +53,8 @@ fn matmul_f64() {
     for (m, n, k) in [(33, 17, 65), (1, 3, 17), (127, 1, 3), (140, 66, 90)] {
         let a = random::<f64, 2>([m, k], 5);
         let b = random::<f64, 2>([k, n], 6);
-        check(&format!("matmul_f64 {m}x{n}x{k}"), |imp| {
-            ops::__autotune_matmul_f64(imp, a.view(), b.view(), None)
+        check(&format!("matmul_f64 {m}x{n}x{k}"), |imp, out| {
+            ops::__autotune_matmul_f64(imp, a.view(), b.view(), out)
         });
     }
 }
@@ -69,8 +69,8 @@ fn batch_matmul() {
     ] {
         let a = random::<f32, 3>([bt, m, k], 7);
         let b = random::<f32, 3>([bt, k, n], 8);
-        check(&format!("batch_matmul {bt}x{m}x{n}x{k}"), |imp| {
-            ops::__autotune_batch_matmul(imp, a.view(), b.view(), None)
+        check(&format!("batch_matmul {bt}x{m}x{n}x{k}"), |imp, out| {
+            ops::__autotune_batch_matmul(imp, a.view(), b.view(), out)
         });
     }
 }
@@ -80,8 +80,8 @@ fn gemv() {
     for (m, k) in [(127, 255), (1, 1), (3, 17), (17, 3), (300, 513)] {
         let a = random::<f32, 2>([m, k], 9);
         let x = random::<f32, 1>([k], 10);
-        check(&format!("gemv {m}x{k}"), |imp| {
-            ops::__autotune_gemv(imp, a.view(), x.view(), None)
+        check(&format!("gemv {m}x{k}"), |imp, out| {
+            ops::__autotune_gemv(imp, a.view(), x.view(), out)
         });
     }
 }
@@ -90,16 +90,16 @@ fn gemv() {
 fn transpose() {
     for (m, n) in [(17, 3), (1, 1), (1, 127), (127, 17), (300, 257)] {
         let a = random::<f32, 2>([m, n], 11);
-        check(&format!("transpose {m}x{n}"), |imp| {
-            ops::__autotune_transpose(imp, a.view(), None)
+        check(&format!("transpose {m}x{n}"), |imp, out| {
+            ops::__autotune_transpose(imp, a.view(), out)
         });
         let t = ops::transpose(&a).unwrap();
         assert_eq!(t.get([n - 1, 0]), a.get([0, n - 1]));
     }
     for (m, n) in [(5, 7), (3, 1), (17, 127)] {
         let a = random::<f64, 2>([m, n], 12);
-        check(&format!("transpose_f64 {m}x{n}"), |imp| {
-            ops::__autotune_transpose_f64(imp, a.view(), None)
+        check(&format!("transpose_f64 {m}x{n}"), |imp, out| {
+            ops::__autotune_transpose_f64(imp, a.view(), out)
         });
     }
 }
@@ -147,9 +147,10 @@ fn conv2d_nchw() {
     ] {
         let x = random::<f32, 4>([n, c, h, w], 13);
         let wt = random::<f32, 4>([k, c, r, s], 14);
-        check(&format!("conv2d_nchw {:?}", (n, c, h, w, k, r, s)), |imp| {
-            ops::__autotune_conv2d_nchw(imp, x.view(), wt.view(), None)
-        });
+        check(
+            &format!("conv2d_nchw {:?}", (n, c, h, w, k, r, s)),
+            |imp, out| ops::__autotune_conv2d_nchw(imp, x.view(), wt.view(), out),
+        );
         let got = ops::conv2d_nchw_reference(&x, &wt).unwrap();
         assert_close(
             &got,
@@ -164,8 +165,8 @@ fn conv3x3_f64() {
     for (c, h, w, k) in [(4, 9, 9, 5), (1, 1, 1, 1), (3, 17, 5, 2), (16, 14, 14, 16)] {
         let x = random::<f64, 3>([c, h, w], 15);
         let wt = random::<f64, 4>([k, c, 3, 3], 16);
-        check(&format!("conv3x3_f64 {:?}", (c, h, w, k)), |imp| {
-            ops::__autotune_conv3x3_f64(imp, x.view(), wt.view(), None)
+        check(&format!("conv3x3_f64 {:?}", (c, h, w, k)), |imp, out| {
+            ops::__autotune_conv3x3_f64(imp, x.view(), wt.view(), out)
         });
     }
 }
@@ -180,9 +181,10 @@ fn conv2d_nhwc() {
     ] {
         let x = random::<f32, 4>([n, h, w, c], 17);
         let wt = random::<f32, 4>([r, s, c, k], 18);
-        check(&format!("conv2d_nhwc {:?}", (n, h, w, c, r, s, k)), |imp| {
-            ops::__autotune_conv2d_nhwc(imp, x.view(), wt.view(), None)
-        });
+        check(
+            &format!("conv2d_nhwc {:?}", (n, h, w, c, r, s, k)),
+            |imp, out| ops::__autotune_conv2d_nhwc(imp, x.view(), wt.view(), out),
+        );
     }
 }
 
@@ -191,8 +193,8 @@ fn depthwise_conv2d() {
     for (c, h, w) in [(8, 17, 13), (1, 1, 1), (3, 127, 3), (32, 28, 28)] {
         let x = random::<f32, 3>([c, h, w], 19);
         let wt = random::<f32, 3>([c, 3, 3], 20);
-        check(&format!("depthwise_conv2d {:?}", (c, h, w)), |imp| {
-            ops::__autotune_depthwise_conv2d(imp, x.view(), wt.view(), None)
+        check(&format!("depthwise_conv2d {:?}", (c, h, w)), |imp, out| {
+            ops::__autotune_depthwise_conv2d(imp, x.view(), wt.view(), out)
         });
     }
 }
@@ -203,8 +205,8 @@ fn dense_bias_relu() {
         let x = random::<f32, 2>([n, k], 21);
         let w = random::<f32, 2>([m, k], 22);
         let b = random::<f32, 1>([m], 23);
-        check(&format!("dense_bias_relu {n}x{m}x{k}"), |imp| {
-            ops::__autotune_dense_bias_relu(imp, x.view(), w.view(), b.view(), None)
+        check(&format!("dense_bias_relu {n}x{m}x{k}"), |imp, out| {
+            ops::__autotune_dense_bias_relu(imp, x.view(), w.view(), b.view(), out)
         });
         let y = ops::dense_bias_relu(&x, &w, &b).unwrap();
         assert!(
@@ -218,8 +220,8 @@ fn dense_bias_relu() {
 fn max_pool2d() {
     for (c, h, w) in [(4, 17, 16), (1, 1, 1), (3, 3, 17), (16, 56, 56)] {
         let x = random::<f32, 3>([c, h, w], 24);
-        check(&format!("max_pool2d {:?}", (c, h, w)), |imp| {
-            ops::__autotune_max_pool2d(imp, x.view(), None)
+        check(&format!("max_pool2d {:?}", (c, h, w)), |imp, out| {
+            ops::__autotune_max_pool2d(imp, x.view(), out)
         });
         // Hand check: output (0, 0, 0) is the max of the valid 2×2 corner window.
         let y = ops::max_pool2d(&x).unwrap();
@@ -237,8 +239,8 @@ fn max_pool2d() {
 fn global_avg_pool() {
     for (c, h, w) in [(16, 7, 7), (1, 1, 1), (3, 17, 127), (64, 14, 14)] {
         let x = random::<f32, 3>([c, h, w], 25);
-        check(&format!("global_avg_pool {:?}", (c, h, w)), |imp| {
-            ops::__autotune_global_avg_pool(imp, x.view(), None)
+        check(&format!("global_avg_pool {:?}", (c, h, w)), |imp, out| {
+            ops::__autotune_global_avg_pool(imp, x.view(), out)
         });
         let y = ops::global_avg_pool(&x).unwrap();
         let mean: f32 = x.data()[..h * w].iter().sum::<f32>() / (h * w) as f32;
@@ -250,8 +252,8 @@ fn global_avg_pool() {
 fn softmax() {
     for (n, d) in [(4, 127), (1, 1), (3, 17), (17, 3), (64, 1000)] {
         let x = random::<f32, 2>([n, d], 26);
-        check(&format!("softmax {n}x{d}"), |imp| {
-            ops::__autotune_softmax(imp, x.view(), None)
+        check(&format!("softmax {n}x{d}"), |imp, out| {
+            ops::__autotune_softmax(imp, x.view(), out)
         });
         let y = ops::softmax(&x).unwrap();
         for row in y.data().chunks(d) {
@@ -263,8 +265,8 @@ fn softmax() {
     }
     for (n, d) in [(3, 17), (1, 1), (5, 127)] {
         let x = random::<f64, 2>([n, d], 27);
-        check(&format!("softmax_f64 {n}x{d}"), |imp| {
-            ops::__autotune_softmax_f64(imp, x.view(), None)
+        check(&format!("softmax_f64 {n}x{d}"), |imp, out| {
+            ops::__autotune_softmax_f64(imp, x.view(), out)
         });
     }
 }
@@ -274,13 +276,13 @@ fn elementwise() {
     for n in [127, 1, 3, 17, 10_000] {
         let x = random::<f32, 1>([n], 28);
         let y = random::<f32, 1>([n], 29);
-        check(&format!("elementwise {n}"), |imp| {
-            ops::__autotune_elementwise(imp, x.view(), y.view(), None)
+        check(&format!("elementwise {n}"), |imp, out| {
+            ops::__autotune_elementwise(imp, x.view(), y.view(), out)
         });
         let x = random::<f64, 1>([n], 30);
         let y = random::<f64, 1>([n], 31);
-        check(&format!("elementwise_f64 {n}"), |imp| {
-            ops::__autotune_elementwise_f64(imp, x.view(), y.view(), None)
+        check(&format!("elementwise_f64 {n}"), |imp, out| {
+            ops::__autotune_elementwise_f64(imp, x.view(), y.view(), out)
         });
     }
 }
@@ -289,12 +291,12 @@ fn elementwise() {
 fn reductions_min_and_rank0() {
     for (m, n) in [(3, 17), (1, 1), (127, 3), (200, 150)] {
         let a = random::<f32, 2>([m, n], 32);
-        check(&format!("column_min {m}x{n}"), |imp| {
-            ops::__autotune_column_min(imp, a.view(), None)
+        check(&format!("column_min {m}x{n}"), |imp, out| {
+            ops::__autotune_column_min(imp, a.view(), out)
         });
         let a = random::<f64, 2>([m, n], 33);
-        check(&format!("total {m}x{n}"), |imp| {
-            ops::__autotune_total(imp, a.view(), None)
+        check(&format!("total {m}x{n}"), |imp, out| {
+            ops::__autotune_total(imp, a.view(), out)
         });
         let t = ops::total(&a).unwrap();
         assert!((t.data()[0] - a.data().iter().sum::<f64>()).abs() < 1e-9);

@@ -1,8 +1,14 @@
 //! The `main` of a measurement program: reads the inputs, runs one candidate
 //! (or the reference) to check it, or times it.
 
-/// The driver's `main` (ELEM, N_IN, N_INPUTS, OUT_SIZE, CALL_ARGS and PREFIX are
-/// replaced when a batch is generated).
+/// The driver's `main` (ELEM, ELEM_BITS, POISON, N_IN, N_INPUTS, OUT_SIZE,
+/// CALL_ARGS and PREFIX are replaced when a batch is generated).
+///
+/// Every buffer sits between two guard regions of a fixed byte pattern, checked
+/// after each checked run (exit 5: a write outside a buffer); before a checked
+/// run the output is filled with a signalling-NaN pattern no computation
+/// produces, and an element still holding it afterwards was never written
+/// (exit 6). Both are wrong results, whatever the reference holds there.
 pub(super) const MAIN: &str = r#"
 static double now(void) {
   struct timespec t;
@@ -15,10 +21,35 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+
+/* A buffer of n elements between two guard regions of GUARD elements each. */
+static ELEM *guarded(size_t n) {
+  unsigned char *p = malloc(sizeof(ELEM) * (n + 2 * GUARD));
+  if (!p) return 0;
+  memset(p, GUARD_BYTE, sizeof(ELEM) * GUARD);
+  memset(p + sizeof(ELEM) * (GUARD + n), GUARD_BYTE, sizeof(ELEM) * GUARD);
+  return (ELEM *)p + GUARD;
+}
+
+/* Exits with status 5, naming the buffer, if a guard region changed. */
+static void check_guards(const ELEM *buf, size_t n, const char *what) {
+  const unsigned char *lo = (const unsigned char *)(buf - GUARD);
+  const unsigned char *hi = (const unsigned char *)(buf + n);
+  for (size_t b = 0; b < sizeof(ELEM) * GUARD; ++b) {
+    if (lo[b] != GUARD_BYTE || hi[b] != GUARD_BYTE) {
+      fprintf(stderr, "the kernel wrote outside %s (%s its end)\n", what,
+              lo[b] != GUARD_BYTE ? "before" : "after");
+      exit(5);
+    }
+  }
+}
+
 static ELEM *read_input(const char *dir, int i, size_t n) {
   char path[4096];
   snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
-  ELEM *p = malloc(sizeof(ELEM) * (n + 1));
+  ELEM *p = guarded(n);
   FILE *f = fopen(path, "rb");
   if (!p || !f || fread(p, sizeof(ELEM), n, f) != n) {
     fprintf(stderr, "cannot read %s\n", path);
@@ -42,12 +73,23 @@ int main(int argc, char **argv) {
   const char *dir = argv[2];
   ELEM *in[N_IN];
   for (int i = 0; i < N_INPUTS; ++i) in[i] = read_input(dir, i, in_sizes[i]);
-  ELEM *out = calloc((size_t)OUT_SIZE + 1, sizeof(ELEM));
+  ELEM *out = guarded((size_t)OUT_SIZE);
   if (!out) return 3;
+  memset(out, 0, sizeof(ELEM) * (size_t)OUT_SIZE);
   kernel_t k = kernels[idx];
   if (!k && strcmp(argv[3], "reference")) return 4;
   if (!strcmp(argv[3], "check") || !strcmp(argv[3], "reference")) {
+    const ELEM_BITS poison = POISON;
+    for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) memcpy(&out[e], &poison, sizeof poison);
     if (!strcmp(argv[3], "reference") ? run_reference(CALL_ARGS) : k(CALL_ARGS)) return 3;
+    check_guards(out, (size_t)OUT_SIZE, "its output");
+    for (int i = 0; i < N_INPUTS; ++i) check_guards(in[i], in_sizes[i], "an input");
+    for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) {
+      if (!memcmp(&out[e], &poison, sizeof poison)) {
+        fprintf(stderr, "the kernel left output element %zu unwritten\n", e);
+        return 6;
+      }
+    }
     FILE *f = fopen(argv[4], "wb");
     if (!f || fwrite(out, sizeof(ELEM), (size_t)OUT_SIZE, f) != (size_t)OUT_SIZE) return 2;
     fclose(f);

@@ -114,6 +114,10 @@ pub(super) fn run_limited(mut cmd: Command, limit: Duration) -> Result<String, M
     match out.status.code() {
         Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
         Some(3) => Err(MeasureError::Alloc),
+        // The driver's checks of guard regions and unwritten elements.
+        Some(5 | 6) => Err(MeasureError::WrongResult(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        )),
         code => {
             use std::os::unix::process::ExitStatusExt;
             let why = match (code, out.status.signal()) {

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use autotune::__private::Impl;
-use autotune::{Element, Error, Tensor};
+use autotune::{Element, Error, Tensor, TensorMut};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -11,12 +11,20 @@ pub trait Float: Element {
     /// Relative tolerance of a kernel against the reference: the reference and
     /// the kernels may sum in different orders.
     const RTOL: f64;
+    /// A signalling NaN with a payload no arithmetic produces: an output element
+    /// that still holds it was never written.
+    const POISON: Self;
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
+    fn bits(self) -> u64;
 }
 
 impl Float for f32 {
     const RTOL: f64 = 1e-4;
+    const POISON: f32 = f32::from_bits(0x7FA0_A5A5);
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
     fn from_f64(x: f64) -> Self {
         x as f32
     }
@@ -27,6 +35,10 @@ impl Float for f32 {
 
 impl Float for f64 {
     const RTOL: f64 = 1e-10;
+    const POISON: f64 = f64::from_bits(0x7FF4_A5A5_A5A5_A5A5);
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
     fn from_f64(x: f64) -> Self {
         x
     }
@@ -67,19 +79,39 @@ pub fn assert_close<T: Float, const R: usize>(got: &Tensor<T, R>, want: &Tensor<
     }
 }
 
+/// Elements on each side of an output buffer that a kernel must leave alone.
+const GUARD: usize = 16;
+
 /// Runs an operator's specialised-or-generic kernel and its generic kernel, and
-/// compares both with the reference.
+/// compares both with the reference: with an owned output, and writing into a
+/// caller's buffer that is poisoned (every element must be written) and
+/// guarded on both sides (nothing else may be).
 pub fn check<T: Float, const R: usize>(
     what: &str,
-    run: impl Fn(Impl) -> Result<Option<Tensor<T, R>>, Error>,
+    run: impl Fn(Impl, Option<TensorMut<'_, T, R>>) -> Result<Option<Tensor<T, R>>, Error>,
 ) {
-    let want = run(Impl::Reference)
+    let want = run(Impl::Reference, None)
         .unwrap_or_else(|e| panic!("{what}: reference failed: {e}"))
         .expect("owned output");
+    let n = want.data().len();
     for imp in [Impl::Kernel, Impl::Generic] {
-        let got = run(imp)
+        let got = run(imp, None)
             .unwrap_or_else(|e| panic!("{what}: {imp:?} failed: {e}"))
             .expect("owned output");
         assert_close(&got, &want, &format!("{what} ({imp:?})"));
+        let mut buf = vec![T::POISON; n + 2 * GUARD];
+        let out = TensorMut::new(&mut buf[GUARD..GUARD + n], want.dims());
+        run(imp, Some(out)).unwrap_or_else(|e| panic!("{what}: {imp:?} into a buffer: {e}"));
+        let (lo, rest) = buf.split_at(GUARD);
+        let (body, hi) = rest.split_at(n);
+        assert!(
+            lo.iter().chain(hi).all(|x| x.bits() == T::POISON.bits()),
+            "{what} ({imp:?}): the kernel wrote outside its output"
+        );
+        if let Some(e) = body.iter().position(|x| x.bits() == T::POISON.bits()) {
+            panic!("{what} ({imp:?}): output element {e} was never written");
+        }
+        let got = Tensor::from_vec(body.to_vec(), want.dims()).expect("the length matches");
+        assert_close(&got, &want, &format!("{what} ({imp:?}, into a buffer)"));
     }
 }
