@@ -49,12 +49,19 @@ fn a_timeout_kills_the_candidates_children_too() {
         records[0].error.as_ref().map(|e| e.class),
         Some(ErrorClass::RunTimeout)
     );
-    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // Killed (and reaped by init, or a zombie until then): not sleeping on.
     let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let alive = state
         .split(") ")
         .nth(1)
         .is_some_and(|rest| !rest.starts_with('Z'));
-    assert!(!alive, "the candidate's child {pid} outlived its timeout: {state}");
+    assert!(
+        !alive,
+        "the candidate's child {pid} outlived its timeout: {state}"
+    );
 }

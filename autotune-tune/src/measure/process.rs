@@ -88,29 +88,65 @@ pub(super) fn run_compiler(cmd: Command) -> Result<(), MeasureError> {
     }
 }
 
-/// Runs a command with a time limit, returning its stdout.
+/// Runs a command with a time limit, returning its stdout. Both pipes are
+/// drained while it runs (a full pipe would block it), and it runs in a process
+/// group of its own, which a timeout kills whole (a compiler's own children, or
+/// a candidate's, do not run on into later timings).
 pub(super) fn run_limited(mut cmd: Command, limit: Duration) -> Result<String, MeasureError> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| MeasureError::Crash(format!("cannot start the measurement program: {e}")))?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let start = Instant::now();
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
+                // Not reaped yet, so the group id cannot have been reused.
+                kill_group(child.id());
                 let _ = child.wait();
+                // The pipes close once the whole group is gone.
+                let _ = (stdout.join(), stderr.join());
                 return Err(MeasureError::Timeout(limit));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(MeasureError::Crash(e.to_string())),
+            Err(e) => {
+                kill_group(child.id());
+                let _ = child.wait();
+                return Err(MeasureError::Crash(e.to_string()));
+            }
         }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| MeasureError::Crash(e.to_string()))?;
+    };
+    let out = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
     match out.status.code() {
         Some(0) => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
         Some(3) => Err(MeasureError::Alloc),
@@ -129,6 +165,17 @@ pub(super) fn run_limited(mut cmd: Command, limit: Duration) -> Result<String, M
                 "{why}; {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             )))
+        }
+    }
+}
+
+/// Kills the process group `pgid` (a child started with `process_group(0)`).
+fn kill_group(pgid: u32) {
+    if let Ok(pgid) = libc::pid_t::try_from(pgid) {
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours; a
+        // group that is already gone makes it fail with ESRCH, which is fine.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
         }
     }
 }
