@@ -225,3 +225,35 @@ fn a_cache_that_changes_after_the_first_build_is_seen() {
         "the build did not read the new cache: {out}"
     );
 }
+
+/// A build that tunes because the cache holds this workload only for another
+/// ISA level says so, naming what it has, before its final figures.
+#[test]
+fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-other-isa");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate(&dir, OPS);
+    let tune = [("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "2")];
+    let build = cargo(&dir, &["build"], &tune);
+    assert!(build.status.success(), "{}", text(&build));
+    // Move the entry to another ISA level than this machine's.
+    let file = dir.join("tuning-cache/mm_bias_relu.toml");
+    let cache = std::fs::read_to_string(&file).unwrap();
+    let here = ["avx512", "avx2", "baseline"]
+        .into_iter()
+        .find(|isa| cache.contains(&format!("-gnu/{isa}\"")))
+        .expect("an entry for this machine");
+    let other = if here == "baseline" { "avx2" } else { "baseline" };
+    std::fs::write(
+        &file,
+        cache.replace(&format!("-gnu/{here}\""), &format!("-gnu/{other}\"")),
+    )
+    .unwrap();
+    let build = cargo(&dir, &["build"], &tune);
+    let out = text(&build);
+    assert!(build.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("has entries only for x86_64-unknown-linux-gnu/{other}")),
+        "the build did not say why it tuned: {out}"
+    );
+}
