@@ -83,6 +83,24 @@ pub(crate) fn for_operator(
                 None
             }
             _ => {
+                // Tuning for minutes deserves a word on why, when the cache has
+                // this workload for other machines only.
+                let others: Vec<String> = entries
+                    .iter()
+                    .filter(|e| e.workload_id == id && e.target != *target)
+                    .map(|e| e.target.to_string())
+                    .collect();
+                if !others.is_empty() {
+                    warn(&format!(
+                        "{}: the tuning cache has entries only for {}, not for this machine's {}; \
+                         tuning it here (up to {} trials / {} s)",
+                        w.key(),
+                        others.join(", "),
+                        target,
+                        settings.budget.trials,
+                        settings.budget.seconds
+                    ));
+                }
                 // Winners of the operator's other workloads on this target start the search.
                 let seeds: Vec<Config> = entries
                     .iter()

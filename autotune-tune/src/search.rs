@@ -75,6 +75,10 @@ pub struct Overhead {
     /// Configs scored by the model.
     pub scored: usize,
     pub fits: usize,
+    /// Fits and predictions that failed (the batch was then proposed at random).
+    pub failures: usize,
+    /// The first failure, for the tuner's note.
+    pub first_failure: Option<String>,
 }
 
 /// The global model of transfer learning and what it reads.
@@ -215,6 +219,13 @@ impl ModelTuner {
     }
 
     /// Whether there is a model to score with (local, or global by itself).
+    fn failed(&mut self, e: &ModelError) {
+        self.overhead.failures += 1;
+        self.overhead
+            .first_failure
+            .get_or_insert_with(|| e.to_string());
+    }
+
     fn can_score(&self) -> bool {
         self.fitted || self.transfer.is_some()
     }
@@ -448,8 +459,12 @@ impl Tuner for ModelTuner {
         let picked = match self.anneal(space, left * self.opts.pool, &seen) {
             Ok(cands) if self.opts.diversity => self.pick_diverse(space, &cands, left),
             Ok(cands) => cands.iter().take(left).map(|c| c.0).collect(),
-            // A model that cannot score leaves the search random, not stopped.
-            Err(_) => Vec::new(),
+            // A model that cannot score leaves the search random, not stopped
+            // (and the tuner's notes say so).
+            Err(e) => {
+                self.failed(&e);
+                Vec::new()
+            }
         };
         for i in picked {
             if self.rng.gen_bool(self.opts.epsilon) {
@@ -471,12 +486,25 @@ impl Tuner for ModelTuner {
             ("predict_seconds", o.predict.as_secs_f64()),
             ("configs_scored", o.scored as f64),
             ("fits", o.fits as f64),
+            ("model_failures", o.failures as f64),
         ]
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let o = &self.overhead;
+        match &o.first_failure {
+            Some(first) => vec![format!(
+                "the cost model failed {} time(s) ({first}); those batches were proposed at random",
+                o.failures
+            )],
+            None => Vec::new(),
+        }
     }
 
     fn observe(&mut self, space: &Space, results: &[(u128, Option<f64>)]) {
         self.observed.extend_from_slice(results);
-        if self.refit(space).is_err() {
+        if let Err(e) = self.refit(space) {
+            self.failed(&e);
             self.fitted = false;
             self.scores.clear();
         }

@@ -333,6 +333,7 @@ impl TuningSession<'_> {
             }
             on_trial(r, s);
         })?;
+        notes.extend(tuner.notes());
         Ok(SessionReport {
             summary,
             tuner: tuner.name().to_string(),

@@ -18,6 +18,10 @@ pub trait Tuner {
     fn stats(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+    /// What the user should know about how the search went (fallbacks).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Uniformly random configs.

@@ -243,7 +243,11 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
         .into_iter()
         .find(|isa| cache.contains(&format!("-gnu/{isa}\"")))
         .expect("an entry for this machine");
-    let other = if here == "baseline" { "avx2" } else { "baseline" };
+    let other = if here == "baseline" {
+        "avx2"
+    } else {
+        "baseline"
+    };
     std::fs::write(
         &file,
         cache.replace(&format!("-gnu/{here}\""), &format!("-gnu/{other}\"")),
@@ -253,7 +257,9 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
     let out = text(&build);
     assert!(build.status.success(), "{out}");
     assert!(
-        out.contains(&format!("has entries only for x86_64-unknown-linux-gnu/{other}")),
+        out.contains(&format!(
+            "has entries only for x86_64-unknown-linux-gnu/{other}"
+        )),
         "the build did not say why it tuned: {out}"
     );
 }
