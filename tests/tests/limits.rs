@@ -3,32 +3,12 @@
 //! runs in a child process (this test binary, one ignored test), so that an
 //! abort or a crash fails the parent test instead of killing the harness.
 
-use std::process::Command;
-
 use autotune::{Error, Tensor};
 use autotune_tests::ops;
 
-/// Runs the ignored test `name` of this binary in a child process and asserts
-/// that it passed.
-fn in_child(name: &str) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            name,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-        "{name} failed in its child process ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod common;
+
+use common::in_child;
 
 #[test]
 fn huge_tensors_are_refused_not_aborted() {

@@ -4,6 +4,8 @@
 
 use autotune::__private::Impl;
 use autotune::{Element, Error, Tensor, TensorMut};
+use std::process::Command;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -114,4 +116,26 @@ pub fn check<T: Float, const R: usize>(
         let got = Tensor::from_vec(body.to_vec(), want.dims()).expect("the length matches");
         assert_close(&got, &want, &format!("{what} ({imp:?}, into a buffer)"));
     }
+}
+
+/// Runs the ignored test `name` of this binary in a child process and asserts
+/// that it passed.
+pub fn in_child(name: &str) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            name,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{name} failed in its child process ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
