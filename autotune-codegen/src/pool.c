@@ -60,12 +60,15 @@
  * parallel call starts its own. Forking from inside a body is not supported.
  */
 
-#if defined(__linux__) && !defined(_POSIX_C_SOURCE)
-/* -std=c99 hides POSIX declarations on glibc/musl unless asked for. */
-#define _POSIX_C_SOURCE 200809L
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+/* -std=gnu99 may still hide POSIX and the affinity calls on glibc/musl unless asked for. */
+#define _GNU_SOURCE
 #endif
 
 #include <pthread.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -158,6 +161,14 @@ static void pool_init(void) {
         long v = strtol(env, &end, 10);
         if (*end == '\0' && v > 0) t = v;
     }
+    /* The CPUs this process may run on (its affinity mask): the count autotune's
+       tuner times kernels with (`autotune_tune::shipped_threads`). */
+#ifdef __linux__
+    if (t <= 0) {
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) == 0) t = CPU_COUNT(&set);
+    }
+#endif
 #ifdef _SC_NPROCESSORS_ONLN
     if (t <= 0) t = sysconf(_SC_NPROCESSORS_ONLN);
 #endif

@@ -650,9 +650,7 @@ fn main() -> Result<()> {
             let batch = measure::build_batch(&w, &list, isa, &dir, 1)?;
             let mut results = Vec::new();
             for (i, c) in list.iter().enumerate() {
-                let r = batch
-                    .check(i, opts.timeout)
-                    .and_then(|_| batch.time(i, &opts));
+                let r = batch.check(i, &opts).and_then(|_| batch.time(i, &opts));
                 match r {
                     Ok(t) => results.push((w.flops() / t.median / 1e9, c.clone())),
                     Err(e) => println!("error: {e}: {c}"),

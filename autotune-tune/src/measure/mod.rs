@@ -9,7 +9,7 @@
 //! run is a child process with a timeout, so a crashing or hanging candidate
 //! only loses its own result.
 //!
-//! Driver protocol: `prog INDEX DIR check OUT` writes candidate INDEX's output for
+//! Driver protocol: `prog INDEX DIR check OUT THREADS` writes candidate INDEX's output for
 //! the inputs `DIR/in<i>.bin` to OUT (`reference` instead of `check`: the
 //! reference's output); `prog INDEX DIR time MIN_SECONDS SAMPLES
 //! THREADS FLUSH` prints `median_s=… min_s=… max_s=… reps=…`.
@@ -357,16 +357,18 @@ impl Batch {
         }
     }
 
-    /// Runs candidate `i` once and compares its output with the reference.
-    pub fn check(&self, i: usize, timeout: Duration) -> Result<(), MeasureError> {
+    /// Runs candidate `i` once, at the thread count it is timed with, and
+    /// compares its output with the reference.
+    pub fn check(&self, i: usize, opts: &TimingOptions) -> Result<(), MeasureError> {
         self.built(i)?;
         let out_path = self.dir.join(format!("out{i}.bin"));
         let mut cmd = Command::new(&self.exe);
         cmd.arg(i.to_string())
             .arg(&self.dir)
             .arg("check")
-            .arg(&out_path);
-        run_limited(cmd, timeout)?;
+            .arg(&out_path)
+            .arg(opts.threads.to_string());
+        run_limited(cmd, opts.timeout)?;
         let got = read_output(&out_path, self.workload.op.dtype)?;
         let _ = std::fs::remove_file(&out_path);
         compare(&got, &self.reference, self.workload.op.dtype)
@@ -465,7 +467,7 @@ pub fn bench(
     opts: &TimingOptions,
 ) -> Result<Measurement, MeasureError> {
     let batch = build_batch(w, std::slice::from_ref(config), isa, dir, 1)?;
-    batch.check(0, opts.timeout)?;
+    batch.check(0, opts)?;
     let timing = batch.time(0, opts)?;
     Ok(Measurement {
         gflops: w.flops() / timing.median / 1e9,
