@@ -160,3 +160,30 @@ fn a_corrupt_log_is_reported_with_its_line() {
         "{err}"
     );
 }
+
+/// Records of another generator version (their configs may mean other code)
+/// are not resumed: the run measures its whole budget.
+#[test]
+fn records_of_another_generator_are_not_resumed() {
+    let w = workload(12, 32, 16);
+    let dir = scratch("tune-generator");
+    let mut opts = options(&dir);
+    opts.trials = 4;
+    let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(first.trials, 4);
+    // The same records, as an older generator wrote them.
+    let log = opts.log.clone().unwrap();
+    let old: Vec<String> = record::load_log(&log)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).unwrap();
+            v["generator"] = serde_json::json!(0);
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&log, old.join("\n") + "\n").unwrap();
+    let second = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(second.resumed, 0, "records of generator 0 were resumed");
+    assert_eq!(second.trials, 4);
+}

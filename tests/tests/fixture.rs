@@ -263,3 +263,28 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
         "the build did not say why it tuned: {out}"
     );
 }
+
+/// `AUTOTUNE=retune` measures its budget of new trials, even where the crate's
+/// record log already holds more trials than the budget.
+#[test]
+fn retune_measures_again() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-retune");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate(&dir, OPS);
+    let records = dir.join("tuning-cache/records/mm_bias_relu.jsonl");
+    let lines = || std::fs::read_to_string(&records).unwrap().lines().count();
+    let build = cargo(
+        &dir,
+        &["build"],
+        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "3")],
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    assert_eq!(lines(), 3);
+    let build = cargo(
+        &dir,
+        &["build"],
+        &[("AUTOTUNE", "retune"), ("AUTOTUNE_TRIALS", "2")],
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    assert_eq!(lines(), 5, "retune measured nothing: {}", text(&build));
+}
