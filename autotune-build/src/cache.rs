@@ -17,9 +17,12 @@ use std::path::{Path, PathBuf};
 use autotune_codegen::{Config, Target, WorkloadId};
 use serde::{Deserialize, Serialize};
 
-/// Version of the schedule space and lowering: entries of another version are
-/// stale (their configs may mean something else) and are never applied.
-pub const GENERATOR_VERSION: u32 = 1;
+pub use autotune_codegen::GENERATOR_VERSION;
+
+/// Version of the cache file's format: 2 added `format` and each entry's
+/// `threads`. Files without `format` (version 1) read as before; they gain the
+/// key when next written.
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -34,6 +37,9 @@ pub struct Entry {
     pub tuner: String,
     pub cpu: String,
     pub compiler: String,
+    /// The kernel thread count the config was tuned at (none in format 1 files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// `YYYY-MM-DD` (UTC).
     pub date: String,
     pub config: Config,
@@ -41,6 +47,8 @@ pub struct Entry {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct CacheFile {
+    #[serde(default)]
+    format: Option<u32>,
     #[serde(default, rename = "entry")]
     entries: Vec<Entry>,
 }
@@ -169,7 +177,11 @@ fn rewrite(dir: &Path, op: &str, change: impl FnOnce(&mut Vec<Entry>)) -> Result
     });
     let text = format!(
         "# Tuning cache of `{op}`, written by autotune (commit it; see `cargo autotune show`).\n\n{}",
-        toml::to_string(&CacheFile { entries }).expect("cache entries serialise")
+        toml::to_string(&CacheFile {
+            format: Some(FORMAT_VERSION),
+            entries
+        })
+        .expect("cache entries serialise")
     );
     let tmp = dir.join(format!(".{op}.toml.{}.tmp", std::process::id()));
     std::fs::write(&tmp, text).map_err(write_err(&tmp))?;

@@ -48,7 +48,18 @@ pub(crate) fn for_operator(
                 .map_or(Lookup::Miss, |e| cache::lookup(&entries, &id, &e.target))
         };
         let config = match (found, mode) {
-            (Lookup::Hit(e), m) if m != Mode::Retune => Some(e.config),
+            (Lookup::Hit(e), m) if m != Mode::Retune => {
+                if let Some(t) = e.threads.filter(|t| *t != settings.threads) {
+                    warn(&format!(
+                        "{}: the cached config was tuned with {t} kernel threads; the kernels \
+                         here start with {} (AUTOTUNE_NUM_THREADS, else the CPUs this build may \
+                         use), so it may not be the fastest here. Re-tune with AUTOTUNE=retune",
+                        w.key(),
+                        settings.threads
+                    ));
+                }
+                Some(e.config)
+            }
             (Lookup::Stale(e), _) if !matches!(mode, Mode::Tune | Mode::Retune) => {
                 warn(&format!(
                     "{}: the cached config is stale (generator {} ≠ {}); using the default \
@@ -107,7 +118,14 @@ pub(crate) fn for_operator(
                     .filter(|e| e.workload_id != id && e.target == *target)
                     .map(|e| e.config.clone())
                     .collect();
-                tune_miss(&w, all_ops, &seeds, cache_dir, settings)?
+                tune_miss(
+                    &w,
+                    all_ops,
+                    &seeds,
+                    cache_dir,
+                    settings,
+                    mode == Mode::Retune,
+                )?
             }
         };
         out.push(config);
@@ -122,8 +140,9 @@ fn tune_miss(
     seeds: &[Config],
     cache_dir: &Path,
     settings: &Settings,
+    retune: bool,
 ) -> Result<Option<Config>, Error> {
-    crate::tuning::tune_one(w, all_ops, seeds, cache_dir, settings).map(Some)
+    crate::tuning::tune_one(w, all_ops, seeds, cache_dir, settings, retune).map(Some)
 }
 
 /// Without the tuner, a miss builds the default schedule and says so.
@@ -134,6 +153,7 @@ fn tune_miss(
     _: &[Config],
     cache_dir: &Path,
     _: &Settings,
+    _: bool,
 ) -> Result<Option<Config>, Error> {
     warn(&format!(
         "{} is not in the tuning cache ({}), and this build of autotune-build cannot tune \
@@ -221,6 +241,7 @@ mod tests {
                 tuner: "test".into(),
                 cpu: "test".into(),
                 compiler: "test".into(),
+                threads: None,
                 date: "2026-11-29".into(),
                 config: config.clone(),
             },

@@ -56,13 +56,15 @@ fn hold_cores(jobs: usize) -> HeldCores {
 
 /// Tunes one workload within the build's budget (every trial is checked
 /// against the reference before it counts) and writes the winner to the cache
-/// when the package is local.
+/// when the package is local. Re-tuning measures the whole budget anew (the
+/// record log's trials still count for the best).
 pub(crate) fn tune_one(
     w: &Workload,
     all_ops: &[Operator],
     seeds: &[Config],
     cache_dir: &Path,
     settings: &Settings,
+    retune: bool,
 ) -> Result<Config, Error> {
     let records = cache_dir.join("records");
     let defaults = TuneOptions::default();
@@ -72,6 +74,7 @@ pub(crate) fn tune_one(
         tuner: TunerSpec::MODEL,
         options: TuneOptions {
             trials: settings.budget.trials,
+            count_resumed: !retune,
             time: Some(Duration::from_secs_f64(settings.budget.seconds)),
             dir: settings.out_dir.join("autotune-tune").join(&w.op.name),
             log: Some(records.join(format!("{}.jsonl", w.op.name))).filter(|_| settings.local),
@@ -137,6 +140,7 @@ pub(crate) fn tune_one(
             tuner: report.tuner.clone(),
             cpu: cache::cpu_model(),
             compiler: compiler_version(),
+            threads: Some(settings.threads),
             date: cache::today(),
             config: config.clone(),
         };

@@ -35,6 +35,7 @@ fn entry(workload: &str, gflops: f64) -> Entry {
         tuner: "genetic".to_string(),
         cpu: "test cpu".to_string(),
         compiler: "cc 1".to_string(),
+        threads: Some(2),
         date: "2026-11-29".to_string(),
         config: "output.tile.i=8 output.order=j-i"
             .parse::<Config>()

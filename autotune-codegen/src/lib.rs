@@ -34,6 +34,11 @@ pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{Isa, Target};
 pub use workload::{Workload, WorkloadId};
 
+/// Version of the schedule space and the lowering: a config (a cache entry, a
+/// record) of another version may mean other code, so it is never applied as
+/// current. Bump it with any change to the knobs or to the C a config lowers to.
+pub const GENERATOR_VERSION: u32 = 1;
+
 /// A config that does not belong to its workload's space.
 #[derive(Debug, thiserror::Error)]
 #[error("operator `{op}`, kernel {variant}: the config is not a point of its schedule space")]

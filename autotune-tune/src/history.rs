@@ -117,7 +117,8 @@ impl History {
             match load_log(&f) {
                 Ok(records) => {
                     for r in records {
-                        if r.target == *target && Some(&r.workload_id) != exclude {
+                        if r.target == *target && r.is_current() && Some(&r.workload_id) != exclude
+                        {
                             by_id.entry(r.workload_id.clone()).or_default().push(r);
                         }
                     }

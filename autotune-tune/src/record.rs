@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use autotune_codegen::{Config, Target, Workload, WorkloadId};
+use autotune_codegen::{Config, Target, Workload, WorkloadId, GENERATOR_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::measure::{ErrorClass, MeasureError, Timing};
@@ -30,6 +30,10 @@ pub struct Record {
     pub error: Option<TrialError>,
     /// Unix time of the measurement, in seconds.
     pub time: u64,
+    /// The generator version the config was lowered with; records written before
+    /// the field existed are of version 1, the only one there was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<u32>,
 }
 
 impl Record {
@@ -62,7 +66,14 @@ impl Record {
             seconds,
             error,
             time: now(),
+            generator: Some(GENERATOR_VERSION),
         }
+    }
+
+    /// Whether the config was lowered by this generator (only such records are
+    /// resumed or learned from).
+    pub fn is_current(&self) -> bool {
+        self.generator.unwrap_or(1) == GENERATOR_VERSION
     }
 }
 

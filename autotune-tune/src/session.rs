@@ -36,8 +36,12 @@ pub enum TuneError {
 /// Budgets and settings of a tuning run.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
-    /// Trials in total, including those resumed from the log.
+    /// Trials in total, including those resumed from the log (unless
+    /// `count_resumed` is off: then trials measured by this run).
     pub trials: usize,
+    /// Whether resumed trials count toward `trials` (off: re-tuning measures its
+    /// whole budget again).
+    pub count_resumed: bool,
     /// Wall-clock budget of this run.
     pub time: Option<Duration>,
     /// Stop after this many trials without a better config.
@@ -58,6 +62,7 @@ impl Default for TuneOptions {
     fn default() -> Self {
         TuneOptions {
             trials: 64,
+            count_resumed: true,
             time: None,
             early_stop: None,
             batch: 16,
@@ -133,7 +138,7 @@ pub fn tune(
         let mut observed = Vec::new();
         for r in load_log(log)?
             .into_iter()
-            .filter(|r| r.workload_id == id && r.target == *target)
+            .filter(|r| r.workload_id == id && r.target == *target && r.is_current())
         {
             if let Ok(i) = space.index_of(&r.config) {
                 measured.insert(i);
@@ -150,7 +155,12 @@ pub fn tune(
     let mut since_best = 0usize;
     let mut batch_no = 0;
     loop {
-        let left = opts.trials.saturating_sub(summary.trials);
+        let budget = if opts.count_resumed {
+            opts.trials
+        } else {
+            summary.resumed + opts.trials
+        };
+        let left = budget.saturating_sub(summary.trials);
         let out_of_time = opts.time.is_some_and(|t| start.elapsed() >= t);
         let stalled = opts.early_stop.is_some_and(|n| since_best >= n);
         if left == 0 || out_of_time || stalled {

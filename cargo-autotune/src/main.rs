@@ -387,6 +387,7 @@ fn main() -> Result<()> {
                 tuner: tuner.unwrap_or(TunerSpec::MODEL),
                 options: TuneOptions {
                     trials,
+                    count_resumed: true,
                     time: seconds.map(std::time::Duration::from_secs_f64),
                     early_stop,
                     batch,
@@ -496,6 +497,7 @@ fn main() -> Result<()> {
                     tuner: report.tuner.clone(),
                     cpu: cache::cpu_model(),
                     compiler: measure::compiler_version(),
+                    threads: Some(session.options.timing.threads),
                     date: cache::today(),
                     config: config.clone(),
                 };

@@ -130,6 +130,7 @@ mod tests {
             seconds: None,
             error: None,
             time: 0,
+            generator: None,
         }
     }
 
