@@ -1,0 +1,152 @@
+//! The geometry of a tiled stage: extents, tiles, blocks and reduction splits
+//! as constants, plus the loop-variable names and row-major layout helpers.
+//! Every other part of the tiled lowering speaks this vocabulary, so it lives
+//! on its own: the parts can share it without depending on one another.
+
+use autotune_lang::ir::{AxisId, Stage};
+
+use crate::loopnest::IExpr;
+use crate::space::StagePlan;
+
+/// A reduction axis of the stage, split into blocks of `inner` iterations.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ReduceAxis {
+    pub axis: AxisId,
+    pub extent: i64,
+    /// Iterations per block (the split, clamped to the extent).
+    pub inner: i64,
+    /// Number of blocks.
+    pub outer: i64,
+}
+
+/// Geometry of the tiled stage.
+pub(super) struct Tiling {
+    /// Number of spatial axes.
+    pub n: usize,
+    /// Per spatial axis: extent, register tile, tiles per block, outer count.
+    pub ext: Vec<i64>,
+    pub tile: Vec<i64>,
+    pub block: Vec<i64>,
+    pub outer: Vec<i64>,
+    /// Reduction axes, in the order of the stage's reduction.
+    pub red: Vec<ReduceAxis>,
+    /// Vectorised spatial axis and lanes.
+    pub vector: Option<(usize, usize)>,
+}
+
+impl Tiling {
+    /// The geometry of `stage` under `plan`, its reduction over `red_axes`;
+    /// `None` when the iteration space is empty.
+    pub fn new(
+        stage: &Stage,
+        shapes: &[i64],
+        plan: &StagePlan,
+        red_axes: &[AxisId],
+    ) -> Option<Tiling> {
+        let n = stage.n_spatial;
+        let ext: Vec<i64> = (0..n).map(|a| stage.axes[a].extent.value(shapes)).collect();
+        let red: Vec<ReduceAxis> = red_axes
+            .iter()
+            .zip(&plan.split)
+            .map(|(&axis, &k)| {
+                let extent = stage.axes[axis].extent.value(shapes);
+                let inner = k.clamp(1, extent.max(1));
+                ReduceAxis {
+                    axis,
+                    extent,
+                    inner,
+                    outer: ceil_div(extent, inner),
+                }
+            })
+            .collect();
+        if ext.contains(&0) || red.iter().any(|r| r.extent == 0) {
+            return None;
+        }
+        let tile: Vec<i64> = plan.tile.iter().map(|t| (*t).max(1)).collect();
+        let block: Vec<i64> = plan.block.iter().map(|b| (*b).max(1)).collect();
+        let outer = (0..n)
+            .map(|a| ceil_div(ext[a], tile[a] * block[a]))
+            .collect();
+        Some(Tiling {
+            n,
+            ext,
+            tile,
+            block,
+            outer,
+            red,
+            vector: plan.vector.filter(|(a, _)| *a < n),
+        })
+    }
+
+    pub fn block_size(&self, a: usize) -> i64 {
+        self.tile[a] * self.block[a]
+    }
+
+    /// The reduction axis `a`, if it is one.
+    pub fn reduce_axis(&self, a: AxisId) -> Option<&ReduceAxis> {
+        self.red.iter().find(|r| r.axis == a)
+    }
+
+    /// The innermost reduction axis (the one that is unrolled).
+    pub fn last_reduce(&self) -> Option<AxisId> {
+        self.red.last().map(|r| r.axis)
+    }
+
+    /// Largest value axis `a` takes in computed (possibly overhanging) tiles.
+    pub fn max_value(&self, a: AxisId) -> i64 {
+        if a < self.n {
+            ceil_div(self.ext[a], self.tile[a]) * self.tile[a] - 1
+        } else {
+            self.reduce_axis(a).map_or(0, |r| r.extent - 1)
+        }
+    }
+
+    pub fn may_overhang(&self, a: usize) -> bool {
+        self.ext[a] % self.tile[a] != 0
+    }
+
+    /// Spatial axes inside the register tile: plan order with the vector axis last.
+    pub fn reg_order(&self, order: &[usize]) -> Vec<usize> {
+        let mut o: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|a| Some(*a) != self.vector_axis())
+            .collect();
+        if let Some(v) = self.vector_axis() {
+            o.push(v);
+        }
+        o
+    }
+
+    pub fn vector_axis(&self) -> Option<usize> {
+        self.vector.map(|v| v.0)
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.vector.map_or(1, |v| v.1)
+    }
+}
+
+/// A tile-loop variable of the generated code: `o__i` (outer tile), `b__i`
+/// (register tile in the block), `base__i` (the tile's first index), `ro__k` /
+/// `ri__k` (outer / inner reduction block), `k0__k` (the block's first index).
+/// All contain `__`, which user names never do.
+pub(super) fn tile_var(kind: &str, stage: &Stage, a: usize) -> String {
+    format!("{kind}__{}", stage.axes[a].name)
+}
+
+pub(super) fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// The flat index of `idx` in a row-major layout with dimensions `dims`.
+pub(super) fn row_major_flat(idx: &[IExpr], dims: &[i64]) -> IExpr {
+    idx.iter().zip(dims).fold(IExpr::Const(0), |acc, (i, d)| {
+        acc.times(IExpr::Const(*d)).plus(i.clone())
+    })
+}
+
+/// Stride of a dimension in a row-major layout.
+pub(super) fn stride(dims: &[i64], d: usize) -> i64 {
+    dims[d + 1..].iter().product()
+}

@@ -1,0 +1,164 @@
+//! Index arithmetic at a point of the register tile: the flat index of a load
+//! (through its resolved [`Access`]) or of the output element, and the lane
+//! stride along the vector axis. A point's index is the tile origin's plus a
+//! constant ([`Indexer::load_delta`]), which is what lets the unrolled tile
+//! compute each site's index once.
+
+use autotune_lang::ir::{Affine, AxisId, Stage};
+
+use super::geometry::{stride, tile_var, Tiling};
+use super::operands::{Access, Level, Source};
+use crate::loopnest::IExpr;
+
+/// A point of the iteration space inside the register tile: per spatial axis
+/// its offset in the tile, per reduction axis its unroll offset.
+#[derive(Clone)]
+pub(super) struct Point {
+    pub offset: Vec<i64>,
+    pub unroll: i64,
+    /// The innermost reduction axis (which the unroll offset applies to).
+    pub last_reduce: Option<AxisId>,
+}
+
+impl Point {
+    /// The unroll offset of reduction axis `a`: only the innermost one has one.
+    fn unroll_of(&self, a: AxisId) -> i64 {
+        if self.last_reduce == Some(a) {
+            self.unroll
+        } else {
+            0
+        }
+    }
+}
+
+/// Index arithmetic of one tiled stage.
+pub(super) struct Indexer<'a> {
+    pub stage: &'a Stage,
+    pub t: &'a Tiling,
+}
+
+impl Indexer<'_> {
+    /// The point at `offset` in the tile, `unroll` iterations into the
+    /// innermost reduction block.
+    pub fn point(&self, offset: &[i64], unroll: i64) -> Point {
+        Point {
+            offset: offset.to_vec(),
+            unroll,
+            last_reduce: self.t.last_reduce(),
+        }
+    }
+
+    /// Index (at lane 0) and lane stride of a load at a point.
+    pub fn load_index(&self, acc: &Access, index: &[Affine], p: &Point) -> (IExpr, i64) {
+        match &acc.source {
+            Source::Direct { dims } => self.row_major_index(&vec![0; dims.len()], dims, index, p),
+            Source::Copy { lo, dims } => self.row_major_index(lo, dims, index, p),
+            Source::Packed { layout } => self.packed_index(layout, p),
+        }
+    }
+
+    /// Index and lane stride of a load from a row-major buffer of `dims` whose
+    /// dimension `d` starts at index `lo[d]`.
+    fn row_major_index(
+        &self,
+        lo: &[i64],
+        dims: &[i64],
+        index: &[Affine],
+        p: &Point,
+    ) -> (IExpr, i64) {
+        let vec_axis = self.t.vector_axis();
+        let mut flat = IExpr::Const(0);
+        let mut lane_stride = 0;
+        for (d, ix) in index.iter().enumerate() {
+            let mut e = IExpr::Const(ix.offset - lo[d]);
+            for &(a, c) in &ix.terms {
+                e = e.plus(self.axis_value(a, p).times(IExpr::Const(c)));
+                if Some(a) == vec_axis {
+                    lane_stride += c * stride(dims, d);
+                }
+            }
+            flat = flat.times(IExpr::Const(dims[d])).plus(e);
+        }
+        (flat, lane_stride)
+    }
+
+    /// Index and lane stride of a load from a packed copy: each dimension is a
+    /// loop variable of the nest, or a constant offset inside the tile.
+    fn packed_index(&self, layout: &[(AxisId, Level, i64)], p: &Point) -> (IExpr, i64) {
+        let stage = self.stage;
+        let mut flat = IExpr::Const(0);
+        let mut lane_stride = 0;
+        for (i, &(a, level, ext)) in layout.iter().enumerate() {
+            let v = match level {
+                Level::Outer => IExpr::var(&tile_var("o", stage, a)),
+                Level::Block => IExpr::var(&tile_var("b", stage, a)),
+                Level::Reg => IExpr::Const(p.offset[a]),
+                Level::ReduceOuter => IExpr::var(&tile_var("ro", stage, a)),
+                Level::ReduceInner => {
+                    IExpr::var(&tile_var("ri", stage, a)).plus(IExpr::Const(p.unroll_of(a)))
+                }
+            };
+            if level == Level::Reg && Some(a) == self.t.vector_axis() {
+                lane_stride = layout[i + 1..].iter().map(|l| l.2).product();
+            }
+            flat = flat.times(IExpr::Const(ext)).plus(v);
+        }
+        (flat, lane_stride)
+    }
+
+    /// The value of an axis at a point (lane 0 for the vector axis).
+    pub fn axis_value(&self, a: AxisId, p: &Point) -> IExpr {
+        let stage = self.stage;
+        if a < self.t.n {
+            IExpr::var(&tile_var("base", stage, a)).plus(IExpr::Const(p.offset[a]))
+        } else {
+            IExpr::var(&tile_var("k0", stage, a))
+                .plus(IExpr::var(&tile_var("ri", stage, a)))
+                .plus(IExpr::Const(p.unroll_of(a)))
+        }
+    }
+
+    /// The part of a load's flat index that a point's tile offset and unroll
+    /// offset contribute: a constant.
+    pub fn load_delta(&self, acc: &Access, index: &[Affine], p: &Point) -> i64 {
+        let vary = |a: AxisId| -> i64 {
+            if a < self.t.n {
+                p.offset[a]
+            } else {
+                p.unroll_of(a)
+            }
+        };
+        match &acc.source {
+            Source::Direct { dims } | Source::Copy { dims, .. } => index
+                .iter()
+                .enumerate()
+                .map(|(d, ix)| {
+                    ix.terms.iter().map(|&(a, c)| c * vary(a)).sum::<i64>() * stride(dims, d)
+                })
+                .sum(),
+            Source::Packed { layout } => layout
+                .iter()
+                .enumerate()
+                .map(|(i, &(a, level, _))| {
+                    let v = match level {
+                        Level::Reg => p.offset[a],
+                        Level::ReduceInner => p.unroll_of(a),
+                        _ => 0,
+                    };
+                    v * layout[i + 1..].iter().map(|l| l.2).product::<i64>()
+                })
+                .sum(),
+        }
+    }
+
+    /// Index and lane stride of the element at a point in the output buffer,
+    /// of dimensions `target_dims`.
+    pub fn target_index(&self, target_dims: &[i64], p: &Point) -> (IExpr, i64) {
+        let mut flat = IExpr::Const(0);
+        for (d, dim) in target_dims.iter().enumerate() {
+            flat = flat.times(IExpr::Const(*dim)).plus(self.axis_value(d, p));
+        }
+        let lane_stride = self.t.vector.map_or(0, |(v, _)| stride(target_dims, v));
+        (flat, lane_stride)
+    }
+}

@@ -1,0 +1,510 @@
+//! The register tile, the body of the nest: one accumulator local (a vector
+//! along the vector axis) per element of the tile, the inner reduction loops
+//! with the innermost unrolled, and the store of the result with the fused
+//! consumer computed on the way. Everything is emitted twice where a tile may
+//! overhang the stage: plain for full tiles, guarded element- or lane-wise for
+//! the overhanging one, so that full tiles never branch.
+//!
+//! When the reduction is split into several outer blocks, each block resumes
+//! from the partial sums the previous one stored in the output, and only the
+//! last block stores the final value.
+
+use std::ops::Range;
+
+use autotune_lang::ir::{Expr, ReduceOp, Stage};
+
+use super::geometry::{tile_var, ReduceAxis, Tiling};
+use super::index::Point;
+use super::sites::Sites;
+use crate::loopnest::{IExpr, LoopKind, Stmt, VExpr};
+
+/// The loop variable of lane-wise code.
+const LANE: &str = "l__";
+
+/// The accumulator of element `i` of the tile.
+fn acc_name(i: usize) -> String {
+    format!("acc__{i}")
+}
+
+/// The local holding the value stored for element `i` of the tile.
+fn value_name(i: usize) -> String {
+    format!("v__{i}")
+}
+
+/// The register tile of one tiled stage.
+pub(super) struct MicroKernel<'a> {
+    sites: &'a Sites<'a>,
+    /// The stage's index, as its fused consumer's loads name it.
+    s: usize,
+    /// The body of the consumer computed in the store, if one is fused.
+    consumer: Option<&'a Expr>,
+    /// The buffer the tile stores to: the stage's, or its fused consumer's
+    /// (which has the same dimensions).
+    target_buf: String,
+    /// Per element of the tile, its offset per spatial axis; along the vector
+    /// axis an element is a vector of lanes.
+    elems: Vec<Vec<i64>>,
+    /// Spatial axes whose last tile may overhang the stage.
+    overhang: Vec<usize>,
+}
+
+impl<'a> MicroKernel<'a> {
+    /// The tile of the stage of `sites`, its spatial axes in `order` (outer to
+    /// inner). `s` is the stage's index, `consumer` the body of the consumer
+    /// fused into it, `target_buf` the buffer stored to.
+    pub fn new(
+        sites: &'a Sites<'a>,
+        s: usize,
+        consumer: Option<&'a Expr>,
+        target_buf: String,
+        order: &[usize],
+    ) -> Self {
+        let t = sites.idx.t;
+        MicroKernel {
+            sites,
+            s,
+            consumer,
+            target_buf,
+            elems: tile_elems(t, order),
+            overhang: (0..t.n).filter(|a| t.may_overhang(*a)).collect(),
+        }
+    }
+
+    /// The tile's code: accumulate `reduction` (the stage's reduction node, if
+    /// any; its innermost loop unrolled `unroll` times), then store.
+    pub fn lower(&self, reduction: Option<&Expr>, unroll: usize) -> Vec<Stmt> {
+        match reduction {
+            Some(Expr::Reduce { op, body, .. }) => self.reduction(*op, body, unroll),
+            _ => self.elementwise(),
+        }
+    }
+
+    fn t(&self) -> &Tiling {
+        self.sites.idx.t
+    }
+
+    fn stage(&self) -> &Stage {
+        self.sites.idx.stage
+    }
+
+    fn lanes(&self) -> usize {
+        self.t().lanes()
+    }
+
+    fn point(&self, offset: &[i64], unroll: i64) -> Point {
+        self.sites.idx.point(offset, unroll)
+    }
+
+    /// An element-wise stage: compute each element and store it. (The space
+    /// fuses consumers into reduction stages only.)
+    fn elementwise(&self) -> Vec<Stmt> {
+        let body = &self.stage().body;
+        let mut out = self.sites.base_lets(body, None);
+        out.extend(self.split_full(|full| {
+            self.compute_and_store(full, |_, p| {
+                self.sites.value(body, p, &VExpr::Const(0.0), None)
+            })
+        }));
+        out
+    }
+
+    /// A reduction stage: initialise the accumulators (or resume the partial
+    /// sums), run the inner reduction loops, store.
+    fn reduction(&self, rop: ReduceOp, rbody: &Expr, unroll: usize) -> Vec<Stmt> {
+        let mut out = self.init_accumulators(rop);
+        // Several outer blocks: each but the first resumes the partial sums.
+        let split = self.t().red.iter().any(|r| r.outer > 1);
+        if split {
+            out.push(Stmt::If {
+                conds: self.first_block(),
+                then: Vec::new(),
+                otherwise: self.split_full(|full| self.reload_partial_sums(full)),
+            });
+        }
+        out.extend(self.reduction_loops(rop, rbody, unroll));
+        let final_store = self.final_store();
+        if split {
+            // Before the last block, store the partial sums as they are.
+            out.push(Stmt::If {
+                conds: self.last_block(),
+                then: final_store,
+                otherwise: self.split_full(|full| self.store_accumulators(full)),
+            });
+        } else {
+            out.extend(final_store);
+        }
+        out
+    }
+
+    // ---- accumulators ----
+
+    /// Every accumulator, set to the reduction's identity.
+    fn init_accumulators(&self, rop: ReduceOp) -> Vec<Stmt> {
+        let identity = VExpr::Const(rop.identity());
+        (0..self.elems.len())
+            .map(|i| Stmt::Local {
+                name: acc_name(i),
+                lanes: self.lanes(),
+                init: identity.clone(),
+            })
+            .collect()
+    }
+
+    /// Every accumulator, set to the partial sum in the output (of a `full`
+    /// tile, or only where an overhanging one is inside the stage).
+    fn reload_partial_sums(&self, full: bool) -> Vec<Stmt> {
+        self.elems
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                if full {
+                    self.reload(i, e)
+                } else if self.lanes() == 1 {
+                    self.reload_guarded(i, e, None)
+                } else {
+                    self.lane_loop(vec![self.reload_guarded(i, e, Some(LANE))])
+                }
+            })
+            .collect()
+    }
+
+    /// Accumulator `i` (at `offset`), set from the output with one load.
+    fn reload(&self, i: usize, offset: &[i64]) -> Stmt {
+        let (index, stride) = self.target_index(offset);
+        Stmt::Assign {
+            name: acc_name(i),
+            value: VExpr::Load {
+                buf: self.target_buf.clone(),
+                index,
+                guard: Vec::new(),
+                pad: 0.0,
+                lanes: self.lanes(),
+                stride,
+            },
+        }
+    }
+
+    /// Accumulator `i` (at `offset`; with `lane`, that lane of it), set from
+    /// the output if it is inside the stage.
+    fn reload_guarded(&self, i: usize, offset: &[i64], lane: Option<&str>) -> Stmt {
+        let (index, stride) = self.target_index(offset);
+        let idx = match lane {
+            Some(l) => index.plus(IExpr::var(l).times(IExpr::Const(stride))),
+            None => index,
+        };
+        let v = VExpr::load(&self.target_buf, idx);
+        let st = match lane {
+            Some(l) => Stmt::SetLane {
+                name: acc_name(i),
+                lane: IExpr::var(l),
+                value: v,
+            },
+            None => Stmt::Assign {
+                name: acc_name(i),
+                value: v,
+            },
+        };
+        Stmt::If {
+            conds: self.in_range(offset, lane),
+            then: vec![st],
+            otherwise: Vec::new(),
+        }
+    }
+
+    // ---- the inner reduction ----
+
+    /// The inner reduction loops over a block, outer to inner; the innermost
+    /// unrolled `unroll` times, with a remainder loop.
+    fn reduction_loops(&self, rop: ReduceOp, rbody: &Expr, unroll: usize) -> Vec<Stmt> {
+        let t = self.t();
+        let last = t.red.last().expect("a reduction has axes");
+        let u = unroll.max(1) as i64;
+        let ri = tile_var("ri", self.stage(), last.axis);
+        let mut body = if u == 1 {
+            vec![Stmt::serial(
+                &ri,
+                self.inner_bound(last),
+                self.iteration(rop, rbody, 0..1),
+            )]
+        } else {
+            let end = self.inner_bound(last);
+            let main_end = end.clone().plus(IExpr::Const(-(u - 1)));
+            let rem_start = end.clone().floor_div(u).times(IExpr::Const(u));
+            let mut loops = vec![Stmt::For {
+                var: ri.clone(),
+                start: IExpr::Const(0),
+                end: main_end,
+                step: u,
+                kind: LoopKind::Unrolled(u as usize),
+                body: self.iteration(rop, rbody, 0..u),
+            }];
+            // The remainder, unless the trip count is a known multiple of the unroll.
+            if end.as_const().is_none_or(|e| e % u != 0) {
+                loops.push(Stmt::For {
+                    var: ri,
+                    start: rem_start,
+                    end,
+                    step: 1,
+                    kind: LoopKind::Serial,
+                    body: self.iteration(rop, rbody, 0..1),
+                });
+            }
+            loops
+        };
+        for r in t.red.iter().rev().skip(1) {
+            body = vec![Stmt::serial(
+                &tile_var("ri", self.stage(), r.axis),
+                self.inner_bound(r),
+                body,
+            )];
+        }
+        body
+    }
+
+    /// The trip count of the inner loop of reduction axis `r` in the current
+    /// block (the last block may be shorter).
+    fn inner_bound(&self, r: &ReduceAxis) -> IExpr {
+        if r.extent % r.inner == 0 {
+            IExpr::Const(r.inner)
+        } else {
+            IExpr::Const(r.extent)
+                .plus(IExpr::var(&tile_var("k0", self.stage(), r.axis)).times(IExpr::Const(-1)))
+                .min(IExpr::Const(r.inner))
+        }
+    }
+
+    /// One iteration of the innermost reduction loop: the origin indices of
+    /// the loads of `rbody`, then the update of every accumulator for each
+    /// unroll offset in `unrolls`.
+    fn iteration(&self, rop: ReduceOp, rbody: &Expr, unrolls: Range<i64>) -> Vec<Stmt> {
+        let mut body = self.sites.base_lets(rbody, None);
+        for u in unrolls {
+            body.extend(self.update(rop, rbody, u));
+        }
+        body
+    }
+
+    /// `acc = combine(acc, body)` for every element, `u` into the unroll.
+    fn update(&self, rop: ReduceOp, rbody: &Expr, u: i64) -> Vec<Stmt> {
+        self.elems
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let v = self
+                    .sites
+                    .value(rbody, &self.point(e, u), &VExpr::Const(0.0), None);
+                Stmt::Assign {
+                    name: acc_name(i),
+                    value: VExpr::Binary(
+                        rop.combiner(),
+                        Box::new(VExpr::Local(acc_name(i))),
+                        Box::new(v),
+                    ),
+                }
+            })
+            .collect()
+    }
+
+    /// `ro < 1` for every reduction axis: the first outer block.
+    fn first_block(&self) -> Vec<(IExpr, IExpr)> {
+        self.t()
+            .red
+            .iter()
+            .map(|r| {
+                (
+                    IExpr::var(&tile_var("ro", self.stage(), r.axis)),
+                    IExpr::Const(1),
+                )
+            })
+            .collect()
+    }
+
+    /// `outer - 2 < ro` for every reduction axis: the last outer block.
+    fn last_block(&self) -> Vec<(IExpr, IExpr)> {
+        self.t()
+            .red
+            .iter()
+            .map(|r| {
+                (
+                    IExpr::Const(r.outer - 2),
+                    IExpr::var(&tile_var("ro", self.stage(), r.axis)),
+                )
+            })
+            .collect()
+    }
+
+    // ---- stores ----
+
+    /// The store of the final values: the stage's body applied to each
+    /// accumulator, then the fused consumer's.
+    fn final_store(&self) -> Vec<Stmt> {
+        let mut out = self.sites.base_lets(&self.stage().body, None);
+        if let Some(c) = self.consumer {
+            out.extend(self.sites.base_lets(c, Some(self.s)));
+        }
+        out.extend(self.split_full(|full| self.compute_and_store(full, |i, p| self.result(i, p))));
+        out
+    }
+
+    /// The value stored for element `i` (at `p`) after the last block.
+    fn result(&self, i: usize, p: &Point) -> VExpr {
+        let acc = VExpr::Local(acc_name(i));
+        let value = self.sites.value(&self.stage().body, p, &acc, None);
+        match self.consumer {
+            Some(c) => self.sites.value(c, p, &value, Some(self.s)),
+            None => value,
+        }
+    }
+
+    /// Every accumulator stored as it is (a partial sum).
+    fn store_accumulators(&self, full: bool) -> Vec<Stmt> {
+        self.elems
+            .iter()
+            .enumerate()
+            .map(|(i, e)| self.store(&acc_name(i), e, full))
+            .collect()
+    }
+
+    /// Per element `i`, a local of `value(i, point)`, stored.
+    fn compute_and_store(&self, full: bool, value: impl Fn(usize, &Point) -> VExpr) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        for (i, e) in self.elems.iter().enumerate() {
+            let name = value_name(i);
+            out.push(Stmt::Local {
+                name: name.clone(),
+                lanes: self.lanes(),
+                init: value(i, &self.point(e, 0)),
+            });
+            out.push(self.store(&name, e, full));
+        }
+        out
+    }
+
+    /// The store of `local` to the element at `offset`: one (vector) store in a
+    /// full tile, else guarded by the element (or per lane) being inside the stage.
+    fn store(&self, local: &str, offset: &[i64], full: bool) -> Stmt {
+        let lanes = self.lanes();
+        let (index, stride) = self.target_index(offset);
+        if full || lanes == 1 {
+            let st = Stmt::Store {
+                buf: self.target_buf.clone(),
+                index,
+                value: VExpr::Local(local.to_string()),
+                lanes,
+                stride,
+            };
+            if full {
+                st
+            } else {
+                Stmt::If {
+                    conds: self.in_range(offset, None),
+                    then: vec![st],
+                    otherwise: Vec::new(),
+                }
+            }
+        } else {
+            let idx = index.plus(IExpr::var(LANE).times(IExpr::Const(stride)));
+            self.lane_loop(vec![Stmt::If {
+                conds: self.in_range(offset, Some(LANE)),
+                then: vec![Stmt::store(
+                    &self.target_buf,
+                    idx,
+                    VExpr::Lane(local.to_string(), IExpr::var(LANE)),
+                )],
+                otherwise: Vec::new(),
+            }])
+        }
+    }
+
+    /// Index and lane stride of the element at `offset` in the target.
+    fn target_index(&self, offset: &[i64]) -> (IExpr, i64) {
+        // The target has the stage's dimensions (a fused consumer has the same).
+        self.sites
+            .idx
+            .target_index(&self.t().ext, &self.point(offset, 0))
+    }
+
+    // ---- full and overhanging tiles ----
+
+    /// `code(true)` (for a full tile), and where a tile may overhang, behind a
+    /// check of that, `code(false)` for an overhanging one.
+    fn split_full(&self, code: impl Fn(bool) -> Vec<Stmt>) -> Vec<Stmt> {
+        if self.overhang.is_empty() {
+            code(true)
+        } else {
+            vec![Stmt::If {
+                conds: self.full_tile(),
+                then: code(true),
+                otherwise: code(false),
+            }]
+        }
+    }
+
+    /// The tile lies inside the stage along every axis that may overhang.
+    fn full_tile(&self) -> Vec<(IExpr, IExpr)> {
+        let t = self.t();
+        self.overhang
+            .iter()
+            .map(|&a| {
+                (
+                    IExpr::var(&tile_var("base", self.stage(), a))
+                        .plus(IExpr::Const(t.tile[a] - 1)),
+                    IExpr::Const(t.ext[a]),
+                )
+            })
+            .collect()
+    }
+
+    /// The element at `offset` (with `lane`, that lane of it) lies inside the
+    /// stage along every axis that may overhang.
+    fn in_range(&self, offset: &[i64], lane: Option<&str>) -> Vec<(IExpr, IExpr)> {
+        let t = self.t();
+        self.overhang
+            .iter()
+            .map(|&a| {
+                let mut e =
+                    IExpr::var(&tile_var("base", self.stage(), a)).plus(IExpr::Const(offset[a]));
+                if let (Some(l), Some((v, _))) = (lane, t.vector) {
+                    if v == a {
+                        e = e.plus(IExpr::var(l));
+                    }
+                }
+                (e, IExpr::Const(t.ext[a]))
+            })
+            .collect()
+    }
+
+    /// `body` for each lane of the vector.
+    fn lane_loop(&self, body: Vec<Stmt>) -> Stmt {
+        Stmt::For {
+            var: LANE.to_string(),
+            start: IExpr::Const(0),
+            end: IExpr::Const(self.lanes() as i64),
+            step: 1,
+            kind: LoopKind::Lanes,
+            body,
+        }
+    }
+}
+
+/// The elements of the register tile, as offsets per spatial axis: the axes in
+/// register order (`order` with the vector axis last), the vector axis by
+/// whole vectors.
+fn tile_elems(t: &Tiling, order: &[usize]) -> Vec<Vec<i64>> {
+    let lanes = t.lanes() as i64;
+    let mut elems: Vec<Vec<i64>> = vec![vec![0; t.n]];
+    for a in t.reg_order(order) {
+        let step = if Some(a) == t.vector_axis() { lanes } else { 1 };
+        elems = elems
+            .into_iter()
+            .flat_map(|e| {
+                (0..t.tile[a] / step).map(move |i| {
+                    let mut e = e.clone();
+                    e[a] = i * step;
+                    e
+                })
+            })
+            .collect();
+    }
+    elems
+}

@@ -1,0 +1,183 @@
+//! Tiled lowering of one stage with a [`StagePlan`]: the schedule primitives of
+//! the space, applied to the loop nest.
+//!
+//! ```text
+//! [pack / pad-copy operands]                       cache-read, padding
+//! for o_* (outer tiles; leading ones fused, parallel)    split, reorder, fuse, parallel
+//!   for ro_* (outer reduction blocks)                    split of reduction axes
+//!     for b_* (register tiles of the block)
+//!       acc = identity | partial sums of earlier blocks  cache-write (register tile)
+//!       for ri_* (inner reduction, last one unrolled)    unroll
+//!         acc = combine(acc, body)  for every element    vectorize (one spatial axis)
+//!       store f(acc) [+ fused consumer]                  inline / compute-at
+//! ```
+//!
+//! All extents are constants (this path serves specialisations only). Tiles
+//! that overhang the stage are computed whole and stored partially; every load
+//! they make stays inside its buffer because operands whose index range would
+//! leave the buffer (or that are padded) are first copied into a buffer that
+//! covers the range, with the padding materialised. So no innermost loop
+//! branches on bounds.
+//!
+//! This module only ties the parts together; each owns one concern, and each
+//! uses only those before it in this list:
+//!
+//! - [`geometry`]: the constant shape of the tiling and the loop-variable names;
+//! - [`operands`]: where each load reads from, and the copies that decides;
+//! - [`index`]: index arithmetic of loads and stores at a point of the tile;
+//! - [`sites`]: the resolved load sites, and expressions read through them;
+//! - [`micro_kernel`]: the register tile (accumulate, reduce, store);
+//! - [`nest`]: the loops around the register tile.
+
+mod geometry;
+mod index;
+mod micro_kernel;
+mod nest;
+mod operands;
+mod sites;
+
+use autotune_lang::analysis::{load_sites, single_reduction, Reduction};
+use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};
+
+use super::naive::Lowerer;
+use super::names::buffer_name;
+use crate::loopnest::{IExpr, Scratch, Stmt};
+use crate::space::StagePlan;
+use geometry::Tiling;
+use index::Indexer;
+use micro_kernel::MicroKernel;
+use operands::Operands;
+use sites::Sites;
+
+/// Lowers stage `s` of `op` (and the consumer fused into it) with `plan`,
+/// adding the buffers it allocates to `scratch`.
+pub(crate) fn lower_stage(
+    op: &Operator,
+    shapes: &[i64],
+    s: usize,
+    plan: &StagePlan,
+    consumer: Option<usize>,
+    scratch: &mut Vec<Scratch>,
+) -> Vec<Stmt> {
+    let stage = &op.stages[s];
+    let reduction = match single_reduction(&stage.body) {
+        Reduction::One(r) => Some(r),
+        Reduction::None => None,
+        Reduction::Several => {
+            unreachable!("stages with several reductions keep the default schedule")
+        }
+    };
+    let red_axes: Vec<AxisId> = match reduction {
+        Some(Expr::Reduce { axes, .. }) => axes.clone(),
+        _ => Vec::new(),
+    };
+    let Some(t) = Tiling::new(stage, shapes, plan, &red_axes) else {
+        // Empty iteration spaces keep the default lowering (a reduction over
+        // nothing must still store its identity, which the tiled nest would skip).
+        return lower_default(op, shapes, s, consumer, scratch);
+    };
+    let mut out = vec![Stmt::Comment(format!(
+        "stage {}: tiled {}",
+        op.tensor_name(TensorRef::Stage(s)),
+        describe(op, s, &t, plan, consumer)
+    ))];
+    let operands = Operands {
+        op,
+        shapes,
+        t: &t,
+        parallel: plan.parallel > 0,
+    };
+    let mut sites = Sites::new(Indexer { stage, t: &t }, shapes);
+    // Resolve every load: the stage's own, then the fused consumer's.
+    for (i, site) in load_sites(&stage.body).iter().enumerate() {
+        let pack = plan.pack.get(i).copied().unwrap_or(false);
+        let tag = format!("{s}_{i}");
+        let access = operands.resolve(site, pack, &plan.order, &tag, scratch, &mut out);
+        sites.push(site, access);
+    }
+    if let Some(c) = consumer {
+        for (i, site) in load_sites(&op.stages[c].body).iter().enumerate() {
+            if matches!(site, Expr::Load { tensor: TensorRef::Stage(p), .. } if *p == s) {
+                continue;
+            }
+            let tag = format!("{c}_{i}");
+            let access = operands.resolve(site, false, &plan.order, &tag, scratch, &mut out);
+            sites.push(site, access);
+        }
+    }
+    let order: Vec<usize> = if plan.order.len() == t.n {
+        plan.order.clone()
+    } else {
+        (0..t.n).collect()
+    };
+    let target = buffer_name(op, TensorRef::Stage(consumer.unwrap_or(s)));
+    let micro = MicroKernel::new(
+        &sites,
+        s,
+        consumer.map(|c| &op.stages[c].body),
+        target,
+        &order,
+    )
+    .lower(reduction, plan.unroll);
+    out.extend(nest::nest(stage, &t, &order, plan.parallel, micro));
+    out
+}
+
+/// Stage `s` (and its fused consumer, which then reads a scratch buffer) with
+/// the default schedule.
+fn lower_default(
+    op: &Operator,
+    shapes: &[i64],
+    s: usize,
+    consumer: Option<usize>,
+    scratch: &mut Vec<Scratch>,
+) -> Vec<Stmt> {
+    let stage = &op.stages[s];
+    let mut l = Lowerer::new(op, Some(shapes));
+    let mut out = Vec::new();
+    if consumer.is_some() {
+        scratch.push(Scratch {
+            name: buffer_name(op, TensorRef::Stage(s)),
+            elems: IExpr::Const(stage.dims.iter().map(|d| d.value(shapes)).product()),
+        });
+    }
+    out.extend(l.stage(s, stage));
+    if let Some(c) = consumer {
+        out.extend(l.stage(c, &op.stages[c]));
+    }
+    out
+}
+
+/// The plan, as the stage's comment in the C gives it.
+fn describe(
+    op: &Operator,
+    s: usize,
+    t: &Tiling,
+    plan: &StagePlan,
+    consumer: Option<usize>,
+) -> String {
+    let stage = &op.stages[s];
+    let axes = |f: &dyn Fn(usize) -> String| {
+        plan.order
+            .iter()
+            .map(|a| f(*a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut d = format!(
+        "(tile {}; block {}",
+        axes(&|a| format!("{}={}", stage.axes[a].name, t.tile[a])),
+        axes(&|a| format!("{}={}", stage.axes[a].name, t.block[a]))
+    );
+    for r in &t.red {
+        d += &format!("; split {}={}", stage.axes[r.axis].name, r.inner);
+    }
+    if let Some((v, w)) = t.vector {
+        d += &format!("; vector {}x{w}", stage.axes[v].name);
+    }
+    d += &format!("; unroll {}; parallel {}", plan.unroll, plan.parallel);
+    if let Some(c) = consumer {
+        d += &format!("; fused {}", op.tensor_name(TensorRef::Stage(c)));
+    }
+    d + ")"
+}

@@ -1,0 +1,347 @@
+//! Where each load of the tiled stage reads from: the tensor itself, a
+//! pad-copy, or a tile-ordered pack. The decision is made once per load site,
+//! before the nest, and any copy is emitted ahead of it: that is what lets the
+//! register tile load without bounds checks, overhanging tiles included.
+
+use std::collections::BTreeMap;
+
+use autotune_lang::ir::{Affine, AxisId, Expr, Operator};
+
+use super::geometry::{row_major_flat, Tiling};
+use crate::loopnest::{IExpr, Scratch, Stmt, VExpr};
+use crate::lower::names::buffer_name;
+
+/// Where a load reads from.
+#[derive(Clone, Debug)]
+pub(super) enum Source {
+    /// The tensor itself, row-major with these dimensions.
+    Direct { dims: Vec<i64> },
+    /// A copy whose dimension `d` covers indices `lo[d]..lo[d] + dims[d]`.
+    Copy { lo: Vec<i64>, dims: Vec<i64> },
+    /// A tile-ordered copy; dimensions from outer to inner.
+    Packed { layout: Vec<(AxisId, Level, i64)> },
+}
+
+/// The loop level a dimension of a packed copy follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Level {
+    Outer,
+    Block,
+    Reg,
+    ReduceOuter,
+    ReduceInner,
+}
+
+/// A resolved load site: the buffer it reads and how that buffer is laid out.
+#[derive(Clone, Debug)]
+pub(super) struct Access {
+    pub buf: String,
+    pub source: Source,
+}
+
+/// Resolves the load sites of a tiled stage.
+pub(super) struct Operands<'a> {
+    pub op: &'a Operator,
+    pub shapes: &'a [i64],
+    pub t: &'a Tiling,
+    /// Whether the stage's nest runs on the thread pool (its copies do too).
+    pub parallel: bool,
+}
+
+impl Operands<'_> {
+    /// Decides where the load `site` reads from (packed in the tile order of
+    /// `order` if `pack`), adding the copy it needs to `out` and its buffer to
+    /// `scratch`; `tag` names the copy.
+    pub fn resolve(
+        &self,
+        site: &Expr,
+        pack: bool,
+        order: &[usize],
+        tag: &str,
+        scratch: &mut Vec<Scratch>,
+        out: &mut Vec<Stmt>,
+    ) -> Access {
+        let Expr::Load { tensor, index, pad } = site else {
+            unreachable!("load sites are loads")
+        };
+        let dims: Vec<i64> = self
+            .op
+            .tensor_dims(*tensor)
+            .iter()
+            .map(|d| d.value(self.shapes))
+            .collect();
+        if pack {
+            return self.pack(site, &dims, order, tag, scratch, out);
+        }
+        let ranges = self.index_ranges(index);
+        let inside = ranges
+            .iter()
+            .zip(&dims)
+            .all(|((lo, hi), d)| *lo >= 0 && hi < d);
+        if pad.is_none() && inside {
+            return Access {
+                buf: buffer_name(self.op, *tensor),
+                source: Source::Direct { dims },
+            };
+        }
+        self.pad_copy(site, &dims, &ranges, tag, scratch, out)
+    }
+
+    /// Per dimension of a load, the range of its index over every computed
+    /// point, overhanging tiles included.
+    fn index_ranges(&self, index: &[Affine]) -> Vec<(i64, i64)> {
+        index
+            .iter()
+            .map(|ix| {
+                ix.terms
+                    .iter()
+                    .fold((ix.offset, ix.offset), |(lo, hi), &(a, c)| {
+                        let span = c * self.t.max_value(a);
+                        (lo + span.min(0), hi + span.max(0))
+                    })
+            })
+            .collect()
+    }
+
+    /// Copies the operand into a buffer covering both the tensor (of `dims`)
+    /// and the load's index `ranges`, with the load's pad (or zero) outside the
+    /// tensor.
+    fn pad_copy(
+        &self,
+        site: &Expr,
+        dims: &[i64],
+        ranges: &[(i64, i64)],
+        tag: &str,
+        scratch: &mut Vec<Scratch>,
+        out: &mut Vec<Stmt>,
+    ) -> Access {
+        let Expr::Load { tensor, pad, .. } = site else {
+            unreachable!("load sites are loads")
+        };
+        let lo: Vec<i64> = ranges.iter().map(|r| r.0.min(0)).collect();
+        let cdims: Vec<i64> = ranges
+            .iter()
+            .zip(dims)
+            .map(|((l, h), d)| (*h).max(d - 1) - (*l).min(0) + 1)
+            .collect();
+        let buf = format!("cp__{tag}");
+        scratch.push(Scratch {
+            name: buf.clone(),
+            elems: IExpr::Const(cdims.iter().product()),
+        });
+        let vars: Vec<String> = (0..dims.len()).map(|d| format!("q{d}__{tag}")).collect();
+        let src_idx: Vec<IExpr> = vars
+            .iter()
+            .zip(&lo)
+            .map(|(v, l)| IExpr::var(v).plus(IExpr::Const(*l)))
+            .collect();
+        let src = buffer_name(self.op, *tensor);
+        let value = guarded_load(&src, &src_idx, dims, pad.unwrap_or(0.0));
+        let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
+        let body = vec![Stmt::store(&buf, row_major_flat(&dst, &cdims), value)];
+        let what = format!(
+            "pad-copy of {} for this stage",
+            self.op.tensor_name(*tensor)
+        );
+        out.extend(self.copy_nest(what, &vars, &cdims, body));
+        Access {
+            buf,
+            source: Source::Copy { lo, dims: cdims },
+        }
+    }
+
+    /// Copies the operand into tile order: the loops of the nest that index it,
+    /// outer to inner, so the register tile reads it contiguously.
+    fn pack(
+        &self,
+        site: &Expr,
+        dims: &[i64],
+        order: &[usize],
+        tag: &str,
+        scratch: &mut Vec<Scratch>,
+        out: &mut Vec<Stmt>,
+    ) -> Access {
+        let Expr::Load { tensor, index, pad } = site else {
+            unreachable!("load sites are loads")
+        };
+        let layout = self.pack_layout(index, order);
+        let buf = format!("pk__{tag}");
+        let pdims: Vec<i64> = layout.iter().map(|l| l.2).collect();
+        scratch.push(Scratch {
+            name: buf.clone(),
+            elems: IExpr::Const(pdims.iter().product()),
+        });
+        let vars: Vec<String> = (0..layout.len()).map(|i| format!("q{i}__{tag}")).collect();
+        let value_of = self.packed_axis_values(&layout, &vars);
+        let src_idx: Vec<IExpr> = index
+            .iter()
+            .map(|ix| {
+                ix.terms
+                    .iter()
+                    .fold(IExpr::Const(ix.offset), |acc, (a, c)| {
+                        acc.plus(value_of[a].clone().times(IExpr::Const(*c)))
+                    })
+            })
+            .collect();
+        // Positions outside the iteration domain are never read into stored
+        // results; they hold zeros.
+        let mut guard: Vec<(IExpr, IExpr)> = value_of
+            .iter()
+            .map(|(a, e)| {
+                let ext = if *a < self.t.n {
+                    self.t.ext[*a]
+                } else {
+                    self.t.reduce_axis(*a).map_or(0, |r| r.extent)
+                };
+                (e.clone(), IExpr::Const(ext))
+            })
+            .collect();
+        let load = guarded_load(
+            &buffer_name(self.op, *tensor),
+            &src_idx,
+            dims,
+            pad.unwrap_or(0.0),
+        );
+        let inner = match pad {
+            // Inside the domain, a padded read outside the tensor reads the pad value.
+            Some(_) => load,
+            None => {
+                let VExpr::Load {
+                    buf,
+                    index,
+                    guard: g,
+                    ..
+                } = load
+                else {
+                    unreachable!("built as a load above")
+                };
+                guard.extend(g);
+                VExpr::load(&buf, index)
+            }
+        };
+        let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
+        let store_idx = row_major_flat(&dst, &pdims);
+        let body = vec![Stmt::If {
+            conds: guard,
+            then: vec![Stmt::store(&buf, store_idx.clone(), inner)],
+            otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
+        }];
+        let what = format!("pack {} in tile order", self.op.tensor_name(*tensor));
+        out.extend(self.copy_nest(what, &vars, &pdims, body));
+        Access {
+            buf,
+            source: Source::Packed { layout },
+        }
+    }
+
+    /// The dimensions of a packed copy: the levels of the nest whose axes the
+    /// load's `index` involves, outer to inner, each with its extent.
+    fn pack_layout(&self, index: &[Affine], order: &[usize]) -> Vec<(AxisId, Level, i64)> {
+        let t = self.t;
+        let involved = |a: AxisId| index.iter().any(|ix| ix.terms.iter().any(|(b, _)| *b == a));
+        let mut layout = Vec::new();
+        for &a in order.iter().filter(|a| involved(**a)) {
+            layout.push((a, Level::Outer, t.outer[a]));
+        }
+        for r in t.red.iter().filter(|r| involved(r.axis)) {
+            layout.push((r.axis, Level::ReduceOuter, r.outer));
+        }
+        for &a in order.iter().filter(|a| involved(**a)) {
+            layout.push((a, Level::Block, t.block[a]));
+        }
+        for r in t.red.iter().filter(|r| involved(r.axis)) {
+            layout.push((r.axis, Level::ReduceInner, r.inner));
+        }
+        for a in t.reg_order(order).into_iter().filter(|a| involved(*a)) {
+            layout.push((a, Level::Reg, t.tile[a]));
+        }
+        layout
+    }
+
+    /// The value of each involved axis at a packed position, whose coordinate
+    /// along dimension `i` of `layout` is the copy loop's variable `vars[i]`.
+    fn packed_axis_values(
+        &self,
+        layout: &[(AxisId, Level, i64)],
+        vars: &[String],
+    ) -> BTreeMap<AxisId, IExpr> {
+        let t = self.t;
+        let mut value_of: BTreeMap<AxisId, IExpr> = BTreeMap::new();
+        for (i, &(a, level, _)) in layout.iter().enumerate() {
+            let v = IExpr::var(&vars[i]);
+            let term = match level {
+                Level::Outer => v.times(IExpr::Const(t.block_size(a))),
+                Level::Block => v.times(IExpr::Const(t.tile[a])),
+                Level::ReduceOuter => {
+                    let k = t.reduce_axis(a).map_or(1, |r| r.inner);
+                    v.times(IExpr::Const(k))
+                }
+                Level::Reg | Level::ReduceInner => v,
+            };
+            let e = value_of.remove(&a).unwrap_or(IExpr::Const(0)).plus(term);
+            value_of.insert(a, e);
+        }
+        value_of
+    }
+
+    /// The loops of a copy (one per variable, outer first) around `body`, with a
+    /// comment; on the pool when the stage's nest is parallel.
+    fn copy_nest(
+        &self,
+        what: String,
+        vars: &[String],
+        extents: &[i64],
+        body: Vec<Stmt>,
+    ) -> Vec<Stmt> {
+        let mut body = body;
+        for (v, e) in vars.iter().zip(extents).rev() {
+            body = vec![Stmt::serial(v, IExpr::Const(*e), body)];
+        }
+        let mut out = vec![Stmt::Comment(what)];
+        out.extend(self.maybe_parallel(body));
+        out
+    }
+
+    /// Copy loops run on the pool too when the stage's nest is parallel.
+    fn maybe_parallel(&self, body: Vec<Stmt>) -> Vec<Stmt> {
+        match (self.parallel, <[Stmt; 1]>::try_from(body)) {
+            (
+                true,
+                Ok(
+                    [Stmt::For {
+                        var,
+                        start: IExpr::Const(0),
+                        end,
+                        step: 1,
+                        body,
+                        ..
+                    }],
+                ),
+            ) if end.as_const().is_some_and(|e| e > 1) => {
+                vec![Stmt::Parallel {
+                    var,
+                    extent: end,
+                    body,
+                }]
+            }
+            (_, Ok(one)) => one.into(),
+            (_, Err(body)) => body,
+        }
+    }
+}
+
+/// A scalar read of `buf` at per-dimension indices, `pad` outside its `dims`.
+fn guarded_load(buf: &str, idx: &[IExpr], dims: &[i64], pad: f64) -> VExpr {
+    VExpr::Load {
+        buf: buf.to_string(),
+        index: row_major_flat(idx, dims),
+        guard: idx
+            .iter()
+            .zip(dims)
+            .map(|(i, d)| (i.clone(), IExpr::Const(*d)))
+            .collect(),
+        pad,
+        lanes: 1,
+        stride: 1,
+    }
+}

@@ -1,0 +1,122 @@
+//! The load sites of the tiled stage (and of its fused consumer), each with
+//! its resolved [`Access`], and expressions evaluated through them at a point
+//! of the register tile. A site's index at the tile origin is bound once in a
+//! `Let` (`ix__k`); each element of the tile reads at that local plus a
+//! constant, so the unrolled code repeats no index arithmetic.
+
+use autotune_lang::ir::{Expr, TensorRef};
+
+use super::index::{Indexer, Point};
+use super::operands::Access;
+use crate::loopnest::{IExpr, Stmt, VExpr};
+
+/// The resolved load sites of a stage.
+pub(super) struct Sites<'a> {
+    pub idx: Indexer<'a>,
+    shapes: &'a [i64],
+    /// Access per load site, keyed by the address of its `Expr::Load`; a site's
+    /// position names its index local.
+    accesses: Vec<(*const Expr, Access)>,
+}
+
+impl<'a> Sites<'a> {
+    pub fn new(idx: Indexer<'a>, shapes: &'a [i64]) -> Self {
+        Sites {
+            idx,
+            shapes,
+            accesses: Vec::new(),
+        }
+    }
+
+    /// Records that the load `site` (a node of the operator's IR) reads through `access`.
+    pub fn push(&mut self, site: &Expr, access: Access) {
+        self.accesses.push((site as *const Expr, access));
+    }
+
+    fn access_of(&self, e: &Expr) -> &Access {
+        &self
+            .accesses
+            .iter()
+            .find(|(p, _)| std::ptr::eq(*p, e))
+            .expect("every load site is resolved")
+            .1
+    }
+
+    /// The `const int64_t` holding a load site's index at the tile origin.
+    fn site_var(&self, e: &Expr) -> String {
+        let k = self
+            .accesses
+            .iter()
+            .position(|(p, _)| std::ptr::eq(*p, e))
+            .expect("every load site is resolved");
+        format!("ix__{k}")
+    }
+
+    /// `Let`s of the origin index of every load site in `e` (not the producer's).
+    pub fn base_lets(&self, e: &Expr, producer: Option<usize>) -> Vec<Stmt> {
+        let origin = self.idx.point(&vec![0; self.idx.t.n], 0);
+        // Loads under a reduction live in the reduction loops, which have their own.
+        let mut sites = Vec::new();
+        collect_outside_reduce(e, &mut sites);
+        sites
+            .into_iter()
+            .filter(|l| !matches!(l, Expr::Load { tensor: TensorRef::Stage(t), .. } if Some(*t) == producer))
+            .map(|l| {
+                let Expr::Load { index, .. } = l else { unreachable!("load sites are loads") };
+                Stmt::Let {
+                    name: self.site_var(l),
+                    value: self.idx.load_index(self.access_of(l), index, &origin).0,
+                }
+            })
+            .collect()
+    }
+
+    /// An expression at a point, with lanes along the vector axis; the
+    /// reduction node (and, in a consumer, the producer's value) is `acc`.
+    pub fn value(&self, e: &Expr, p: &Point, acc: &VExpr, producer: Option<usize>) -> VExpr {
+        match e {
+            Expr::Const(c) => VExpr::Const(*c),
+            Expr::ShapeValue(v) => VExpr::FromIndex(IExpr::Const(self.shapes[*v])),
+            Expr::Load {
+                tensor: TensorRef::Stage(t),
+                ..
+            } if Some(*t) == producer => acc.clone(),
+            Expr::Load { index, .. } => {
+                let access = self.access_of(e);
+                let (_, stride) = self.idx.load_index(access, index, p);
+                // The site's index at the tile origin (a `Let` of `base_lets`) plus
+                // this point's constant offset.
+                let index = IExpr::var(&self.site_var(e))
+                    .plus(IExpr::Const(self.idx.load_delta(access, index, p)));
+                VExpr::Load {
+                    buf: access.buf.clone(),
+                    index,
+                    guard: Vec::new(),
+                    pad: 0.0,
+                    lanes: if stride == 0 { 1 } else { self.idx.t.lanes() },
+                    stride,
+                }
+            }
+            Expr::Unary(op, a) => VExpr::Unary(*op, Box::new(self.value(a, p, acc, producer))),
+            Expr::Binary(op, a, b) => VExpr::Binary(
+                *op,
+                Box::new(self.value(a, p, acc, producer)),
+                Box::new(self.value(b, p, acc, producer)),
+            ),
+            Expr::Reduce { .. } => acc.clone(),
+        }
+    }
+}
+
+/// Load sites of `e`, not descending into reductions.
+fn collect_outside_reduce<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Load { .. } => out.push(e),
+        Expr::Unary(_, a) => collect_outside_reduce(a, out),
+        Expr::Binary(_, a, b) => {
+            collect_outside_reduce(a, out);
+            collect_outside_reduce(b, out);
+        }
+        Expr::Const(_) | Expr::ShapeValue(_) | Expr::Reduce { .. } => {}
+    }
+}
