@@ -288,3 +288,30 @@ fn retune_measures_again() {
     assert!(build.status.success(), "{}", text(&build));
     assert_eq!(lines(), 5, "retune measured nothing: {}", text(&build));
 }
+
+/// `AUTOTUNE_ISA` is a run-time cap on what the kernels dispatch to: it does not
+/// change the build (no other cache key, nothing tuned or written).
+#[test]
+fn the_run_time_isa_cap_does_not_change_the_build() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-isa-cap");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate(&dir, OPS);
+    let build = cargo(
+        &dir,
+        &["build"],
+        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "2")],
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    let file = dir.join("tuning-cache/mm_bias_relu.toml");
+    let before = std::fs::read_to_string(&file).unwrap();
+    // Locked: a different cache key would be a miss, and fail.
+    let run = cargo(
+        &dir,
+        &["run"],
+        &[("AUTOTUNE", "locked"), ("AUTOTUNE_ISA", "baseline")],
+    );
+    let out = text(&run);
+    assert!(run.status.success(), "the cap changed the build: {out}");
+    assert!(out.contains("fixture ok 8x16x32"), "{out}");
+    assert_eq!(before, std::fs::read_to_string(&file).unwrap());
+}
