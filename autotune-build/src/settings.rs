@@ -61,8 +61,9 @@ pub const ENV: &[EnvVar] = &[
         doc: "the per-user store of record logs (empty: none)",
     },
     EnvVar {
-        name: "AUTOTUNE_ISA",
-        doc: "avx2 or baseline: tune and look up entries for that ISA level",
+        name: "AUTOTUNE_TUNE_ISA",
+        doc: "avx2 or baseline: tune and look up entries for that ISA level instead of \
+              this CPU's best (the kernels' run-time cap, AUTOTUNE_ISA, is not a build input)",
     },
     EnvVar {
         name: "AUTOTUNE_NUM_THREADS",
@@ -148,12 +149,12 @@ impl Settings {
         let native = text("HOST")? == Some(triple.clone());
         let arch = text("CARGO_CFG_TARGET_ARCH")?.unwrap_or_default();
         let isas = Isa::levels(&arch);
-        let cap = match text("AUTOTUNE_ISA")?.as_deref() {
+        let cap = match text("AUTOTUNE_TUNE_ISA")?.as_deref() {
             None | Some("") => None,
             Some(v @ ("avx2" | "baseline")) => Some(v.parse::<Isa>().expect("a level name")),
             Some(v) => {
                 return Err(Error::BadEnv {
-                    var: "AUTOTUNE_ISA",
+                    var: "AUTOTUNE_TUNE_ISA",
                     value: v.to_string(),
                     expected: "avx2 or baseline",
                 })
@@ -344,7 +345,7 @@ mod tests {
             ("AUTOTUNE_TRIALS", "0"),
             ("AUTOTUNE_TRIALS", "many"),
             ("AUTOTUNE", "fast"),
-            ("AUTOTUNE_ISA", "avx9"),
+            ("AUTOTUNE_TUNE_ISA", "avx9"),
             ("AUTOTUNE_TRANSFER", "maybe"),
         ] {
             let e = settings(&[(var, value)]).unwrap_err().to_string();

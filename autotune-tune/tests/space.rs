@@ -5,7 +5,7 @@
 //! checked against the IR interpreter.
 //!
 //! `AUTOTUNE_PROPTEST_CASES` sets the configs per workload (default 3),
-//! `AUTOTUNE_PROPTEST_SEED` the seed; `AUTOTUNE_ISA=avx2|baseline` runs the same
+//! `AUTOTUNE_PROPTEST_SEED` the seed; `AUTOTUNE_TUNE_ISA=avx2|baseline` runs the same
 //! test on the fallback ISA levels.
 
 use std::path::Path;

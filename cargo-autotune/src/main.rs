@@ -27,13 +27,13 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// What measurements here stand for: this machine's triple and best ISA level,
-/// capped by `AUTOTUNE_ISA` as a build caps it.
+/// capped by `AUTOTUNE_TUNE_ISA` as a build caps it.
 fn host_target() -> Result<Target> {
     let best = Isa::detect();
-    let isa = match std::env::var("AUTOTUNE_ISA").ok().as_deref() {
+    let isa = match std::env::var("AUTOTUNE_TUNE_ISA").ok().as_deref() {
         None | Some("") => best,
         Some(v @ ("avx2" | "baseline")) => v.parse::<Isa>()?.min(best),
-        Some(v) => bail!("AUTOTUNE_ISA={v:?} is not understood: expected avx2 or baseline"),
+        Some(v) => bail!("AUTOTUNE_TUNE_ISA={v:?} is not understood: expected avx2 or baseline"),
     };
     Ok(Target {
         triple: autotune_tune::HOST_TRIPLE.to_string(),

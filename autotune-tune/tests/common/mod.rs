@@ -53,10 +53,10 @@ pub fn options(dir: &Path) -> TuneOptions {
 }
 
 /// What the tests measure for: this machine's triple and best ISA level,
-/// capped by `AUTOTUNE_ISA` (CI runs the tests again on the fallbacks).
+/// capped by `AUTOTUNE_TUNE_ISA` (CI runs the tests again on the fallbacks).
 pub fn target() -> Target {
     let best = Isa::detect();
-    let isa = match std::env::var("AUTOTUNE_ISA").as_deref() {
+    let isa = match std::env::var("AUTOTUNE_TUNE_ISA").as_deref() {
         Ok(v @ ("avx2" | "baseline")) => v.parse::<Isa>().unwrap().min(best),
         _ => best,
     };
