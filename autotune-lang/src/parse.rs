@@ -423,7 +423,15 @@ impl OpParser {
                     return Err(id.err(format!(
                         "index variable `{name}` cannot be used as a value, only as an index"
                     )));
-                } else if self.tensors.contains_key(&name) {
+                } else if let Some(&tensor) = self.tensors.get(&name) {
+                    // A rank-0 tensor (a scalar) is read by name.
+                    if self.tensor_dims(tensor).is_empty() {
+                        return Ok(Expr::Load {
+                            tensor,
+                            index: Vec::new(),
+                            pad: None,
+                        });
+                    }
                     return Err(
                         id.err(format!("tensor `{name}` must be indexed, e.g. `{name}[i]`"))
                     );
@@ -680,6 +688,11 @@ impl OpParser {
             )));
         };
         let rank = self.tensor_dims(tensor).len();
+        if rank == 0 {
+            return Err(e.err(format!(
+                "`{name}` is a scalar (a rank-0 tensor): read it by name, `{name}`, with no index"
+            )));
+        }
         if indices.len() != rank {
             return Err(e.err(format!(
                 "wrong rank: `{name}` has {rank} dimension(s) but is indexed with {}",

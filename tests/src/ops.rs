@@ -170,3 +170,16 @@ pub fn outer3_corner(x: Tensor<f32, A>, y: Tensor<f32, B>, z: Tensor<f32, C>) ->
     let t: Tensor<f32, (A, B, C)> = compute(|i, j, k| x[i] * y[j] * z[k]);
     compute(|i| t[i][0][0])
 }
+
+/// A scalar parameter, read by name.
+#[tensor_op(specialize(N = 37))]
+pub fn scale_by(x: Tensor<f32, N>, s: Tensor<f32, ()>) -> Tensor<f32, N> {
+    compute(|i| x[i] * s + s)
+}
+
+/// A scalar stage (the mean), read by name.
+#[tensor_op(specialize(N = 4, D = 33))]
+pub fn center_rows(x: Tensor<f32, (N, D)>) -> Tensor<f32, (N, D)> {
+    let total: Tensor<f32, ()> = compute(|| sum(|i, j| x[i][j]));
+    compute(|i, j| x[i][j] - total / 132.0)
+}

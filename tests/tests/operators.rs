@@ -312,3 +312,20 @@ fn empty_reduction_gives_the_identity() {
     let c = ops::matmul(&a, &b).unwrap();
     assert_eq!(c.dims(), [0, 0]);
 }
+
+#[test]
+fn scalars_read_by_name() {
+    for n in [37, 1, 130] {
+        let x = random::<f32, 1>([n], 41);
+        let s = random::<f32, 0>([], 42);
+        check(&format!("scale_by {n}"), |imp, out| {
+            ops::__autotune_scale_by(imp, x.view(), s.view(), out)
+        });
+    }
+    for (n, d) in [(4, 33), (3, 5)] {
+        let x = random::<f32, 2>([n, d], 43);
+        check(&format!("center_rows {n}x{d}"), |imp, out| {
+            ops::__autotune_center_rows(imp, x.view(), out)
+        });
+    }
+}
