@@ -53,3 +53,20 @@ fn element_counts_beyond_the_index_type_are_refused() {
     // Large but indexable is fine.
     parse("specialize(M = 65536, N = 65536, K = 8)", GEMM).unwrap();
 }
+
+/// Found by the fuzzer (tests/fuzz.rs, seed 1): a specialisation whose unpadded
+/// reads leave their tensor. Every call at those shapes would be refused at run
+/// time, and the tuner would time kernels reading past their inputs.
+#[test]
+fn a_specialisation_that_reads_out_of_bounds_is_refused() {
+    let e = parse(
+        "OH = H - R + 2, OW = W - S + 1, specialize(H = 8, W = 7, C = 3, R = 3, S = 2, K = 5)",
+        "pub fn conv(x: Tensor<f32, (H, W, C)>, w: Tensor<f32, (R, S, C, K)>)
+            -> Tensor<f32, (OH, OW, K)> {
+            compute(|oh, ow, k| sum(|r, s, c| x[oh + r][ow + s][c] * w[r][s][c][k]))
+        }",
+    )
+    .expect_err("x is read at row 8 of 8");
+    let msg = e.to_string();
+    assert!(msg.contains("`x`") && msg.contains("dimension 0"), "{msg}");
+}
