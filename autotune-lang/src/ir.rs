@@ -414,6 +414,24 @@ impl Operator {
         }
     }
 
+    /// The first unpadded read that leaves its tensor at these shape values:
+    /// the access and the range `low..=high` it reads in a dimension of `size`.
+    pub fn read_out_of_bounds(&self, values: &[i64]) -> Option<(AccessBound, i128, i128, i64)> {
+        self.access_bounds().into_iter().find_map(|b| {
+            if b.domain.iter().any(|e| e.value(values) <= 0) {
+                return None;
+            }
+            let (mut lo, mut hi) = (i128::from(b.offset), i128::from(b.offset));
+            for (c, e) in &b.terms {
+                let span = i128::from(*c) * i128::from(e.value(values) - 1);
+                lo += span.min(0);
+                hi += span.max(0);
+            }
+            let size = self.tensor_dims(b.tensor)[b.dim].value(values);
+            (lo < 0 || hi >= i128::from(size)).then_some((b, lo, hi, size))
+        })
+    }
+
     /// Every tensor of the operator: the inputs, then the stages.
     pub fn tensors(&self) -> impl Iterator<Item = TensorRef> + '_ {
         (0..self.inputs.len())

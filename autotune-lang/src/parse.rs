@@ -951,6 +951,18 @@ fn specializations(
                 ));
             }
         }
+        if let Some((b, lo, hi, size)) = op.read_out_of_bounds(&values) {
+            return Err(syn::Error::new(
+                *span,
+                format!(
+                    "at this specialisation `{}` dimension {} is read at {lo}..={hi}, but has \
+                     size {size}: every call would be refused (pad the read with \
+                     `.pad(value)`, or fix the shapes)",
+                    op.tensor_name(b.tensor),
+                    b.dim
+                ),
+            ));
+        }
         let spec = Specialization { values };
         if out.contains(&spec) {
             return Err(syn::Error::new(*span, "duplicate specialisation"));
