@@ -70,3 +70,20 @@ fn a_specialisation_that_reads_out_of_bounds_is_refused() {
     let msg = e.to_string();
     assert!(msg.contains("`x`") && msg.contains("dimension 0"), "{msg}");
 }
+
+/// Found by the language fuzzer (seed 2): a reduction over `0..i64::MAX` makes the
+/// range a read covers overflow the code generator's arithmetic.
+#[test]
+fn a_read_whose_range_overflows_is_refused() {
+    let e = parse(
+        "OH = (H + 2 - 3) / 2 + 1, OW = (W + 2 - 3) / 2 + 1, specialize(C = 4, H = 17, W = 16)",
+        "pub fn pool(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, (C, OH, OW)> {
+            compute(|c, oh, ow| {
+                max(|r @ 0..3, s @ 0..9223372036854775807|
+                    x.pad(f32::NEG_INFINITY)[c][oh * 2 + r - 1][ow * 2 + s - 1])
+            })
+        }",
+    )
+    .expect_err("the read of x spans 2^63 columns");
+    assert!(e.to_string().contains("`x`"), "{e}");
+}
