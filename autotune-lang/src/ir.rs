@@ -432,6 +432,39 @@ impl Operator {
         })
     }
 
+    /// The first read (padded or not) whose index box, the range of every index
+    /// over the stage's axes, is not addressable in `i64` bytes: a padded read is
+    /// lowered through a copy of that box, and tiles compute its bounds in `i64`.
+    pub fn read_too_large(&self, values: &[i64]) -> Option<TensorRef> {
+        let elem = self.dtype.size() as i128;
+        for stage in &self.stages {
+            let mut bad = None;
+            stage.body.visit(&mut |e| {
+                let Expr::Load { tensor, index, .. } = e else {
+                    return;
+                };
+                let mut bytes = elem;
+                for ix in index {
+                    let (mut lo, mut hi) = (i128::from(ix.offset), i128::from(ix.offset));
+                    for &(a, c) in &ix.terms {
+                        let span =
+                            i128::from(c) * i128::from(stage.axes[a].extent.value(values) - 1);
+                        lo += span.min(0);
+                        hi += span.max(0);
+                    }
+                    bytes = bytes.saturating_mul(hi - lo + 1);
+                }
+                if bytes > i128::from(i64::MAX) && bad.is_none() {
+                    bad = Some(*tensor);
+                }
+            });
+            if bad.is_some() {
+                return bad;
+            }
+        }
+        None
+    }
+
     /// Every tensor of the operator: the inputs, then the stages.
     pub fn tensors(&self) -> impl Iterator<Item = TensorRef> + '_ {
         (0..self.inputs.len())

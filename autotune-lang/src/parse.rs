@@ -951,6 +951,16 @@ fn specializations(
                 ));
             }
         }
+        if let Some(t) = op.read_too_large(&values) {
+            return Err(syn::Error::new(
+                *span,
+                format!(
+                    "at this specialisation a read of `{}` spans more elements than a kernel can \
+                     index (its index range's byte size must fit in an i64)",
+                    op.tensor_name(t)
+                ),
+            ));
+        }
         if let Some((b, lo, hi, size)) = op.read_out_of_bounds(&values) {
             return Err(syn::Error::new(
                 *span,
