@@ -433,8 +433,9 @@ impl Operator {
     }
 
     /// The first read (padded or not) whose index box, the range of every index
-    /// over the stage's axes, is not addressable in `i64` bytes: a padded read is
-    /// lowered through a copy of that box, and tiles compute its bounds in `i64`.
+    /// over the stage's axes, is not addressable in `i64` bytes, or reaches past
+    /// ±2^62: a padded read is lowered through a copy of that box, and tiles
+    /// compute its bounds in `i64`.
     pub fn read_too_large(&self, values: &[i64]) -> Option<TensorRef> {
         let elem = self.dtype.size() as i128;
         for stage in &self.stages {
@@ -453,6 +454,10 @@ impl Operator {
                         hi += span.max(0);
                     }
                     bytes = bytes.saturating_mul(hi - lo + 1);
+                    // Tiles offset these in i64: keep clear of its ends.
+                    if lo < -(1i128 << 62) || hi > 1i128 << 62 {
+                        bytes = i128::MAX;
+                    }
                 }
                 if bytes > i128::from(i64::MAX) && bad.is_none() {
                     bad = Some(*tensor);

@@ -86,4 +86,14 @@ fn a_read_whose_range_overflows_is_refused() {
     )
     .expect_err("the read of x spans 2^63 columns");
     assert!(e.to_string().contains("`x`"), "{e}");
+    // Seed 8: an index offset near i64::MIN.
+    let e = parse(
+        "R = 3, S = 3, specialize(C = 8, H = 17, W = 13)",
+        "pub fn dw(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (C, R, S)>) -> Tensor<f32, (C, H, W)> {
+            compute(|c, h, v| sum(|r, s|
+                x.pad(0.0)[c][h + r - 9223372036854775807][v + s - 1] * w[c][r][s]))
+        }",
+    )
+    .expect_err("x is read near i64::MIN");
+    assert!(e.to_string().contains("`x`"), "{e}");
 }
