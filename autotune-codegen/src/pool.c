@@ -162,7 +162,7 @@ static void pool_init(void) {
         if (*end == '\0' && v > 0) t = v;
     }
     /* The CPUs this process may run on (its affinity mask): the count autotune's
-       tuner times kernels with (`autotune_tune::shipped_threads`). */
+       tuner times kernels with (`autotune_build::settings::shipped_threads`). */
 #ifdef __linux__
     if (t <= 0) {
         cpu_set_t set;

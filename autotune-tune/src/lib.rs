@@ -30,6 +30,6 @@ pub mod tuner;
 
 pub use measure::HOST_TRIPLE;
 pub use record::{LogError, Record};
-pub use session::{shipped_threads, SessionReport, Summary, TuneError, TuneOptions, TuningSession};
+pub use session::{SessionReport, Summary, TuneError, TuneOptions, TuningSession};
 pub use spec::TunerSpec;
 pub use tuner::Tuner;

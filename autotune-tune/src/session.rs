@@ -261,36 +261,6 @@ pub fn measure_candidates(
     Ok(out)
 }
 
-/// The thread count a kernel ships with, and so the one tuning times with: the
-/// value of `AUTOTUNE_NUM_THREADS` (read by the caller) if it is a positive
-/// integer, else the CPUs this process may run on (its affinity mask, as the
-/// pool in `pool.c` counts them); at most 256 (the pool's cap).
-pub fn shipped_threads(num_threads_var: Option<&str>) -> usize {
-    num_threads_var
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(affinity_cpus)
-        .min(256)
-}
-
-#[cfg(target_os = "linux")]
-fn affinity_cpus() -> usize {
-    // SAFETY: sched_getaffinity fills the zeroed set of the size it is given;
-    // CPU_COUNT only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) == 0 {
-            return (libc::CPU_COUNT(&set) as usize).max(1);
-        }
-    }
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn affinity_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// One tuning run of a workload, as `cargo build` (on a cache miss) and `cargo
 /// autotune tune` both do it: same tuner construction, seeds, history and
 /// budget semantics; the caller sets thread count and budget.

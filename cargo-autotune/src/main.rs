@@ -44,7 +44,7 @@ fn host_target() -> Result<Target> {
 /// The thread count the kernels ship with here (`AUTOTUNE_NUM_THREADS`, else
 /// the CPUs this process may use): what `tune` and `verify` time with by default.
 fn shipped_threads() -> usize {
-    autotune_tune::shipped_threads(std::env::var("AUTOTUNE_NUM_THREADS").ok().as_deref())
+    autotune_build::settings::shipped_threads(std::env::var("AUTOTUNE_NUM_THREADS").ok().as_deref())
 }
 
 /// The per-user store of record logs, as the build finds it.
