@@ -64,6 +64,13 @@ fn write_crate(dir: &Path, ops: &str) {
     std::fs::write(dir.join("src/ops.rs"), ops).unwrap();
 }
 
+/// The fixture crates share one target directory (their dependencies build
+/// once) and one binary name, so the tests take turns.
+fn take_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut cmd = Command::new(cargo);
@@ -103,6 +110,7 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn out_of_tree_crate() {
+    let _turn = take_turn();
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     let good = root.join("good");
     let _ = std::fs::remove_dir_all(&root);
@@ -205,6 +213,7 @@ fn out_of_tree_crate() {
 /// autotune tune --save`, a corrupted file) reruns the build script.
 #[test]
 fn a_cache_that_changes_after_the_first_build_is_seen() {
+    let _turn = take_turn();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-watch");
     let _ = std::fs::remove_dir_all(&dir);
     write_crate(&dir, OPS);
@@ -230,6 +239,7 @@ fn a_cache_that_changes_after_the_first_build_is_seen() {
 /// ISA level says so, naming what it has, before its final figures.
 #[test]
 fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
+    let _turn = take_turn();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-other-isa");
     let _ = std::fs::remove_dir_all(&dir);
     write_crate(&dir, OPS);
@@ -268,6 +278,7 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
 /// record log already holds more trials than the budget.
 #[test]
 fn retune_measures_again() {
+    let _turn = take_turn();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-retune");
     let _ = std::fs::remove_dir_all(&dir);
     write_crate(&dir, OPS);
@@ -293,6 +304,7 @@ fn retune_measures_again() {
 /// change the build (no other cache key, nothing tuned or written).
 #[test]
 fn the_run_time_isa_cap_does_not_change_the_build() {
+    let _turn = take_turn();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-isa-cap");
     let _ = std::fs::remove_dir_all(&dir);
     write_crate(&dir, OPS);
