@@ -149,20 +149,9 @@ impl Settings {
         let native = text("HOST")? == Some(triple.clone());
         let arch = text("CARGO_CFG_TARGET_ARCH")?.unwrap_or_default();
         let isas = Isa::levels(&arch);
-        let cap = match text("AUTOTUNE_TUNE_ISA")?.as_deref() {
-            None | Some("") => None,
-            Some(v @ ("avx2" | "baseline")) => Some(v.parse::<Isa>().expect("a level name")),
-            Some(v) => {
-                return Err(Error::BadEnv {
-                    var: "AUTOTUNE_TUNE_ISA",
-                    value: v.to_string(),
-                    expected: "avx2 or baseline",
-                })
-            }
-        };
         // The level tuned and looked up: the host's (when building for it), capped.
         let best = if native { Isa::detect() } else { isas[0] };
-        let isa = cap.map_or(best, |c| c.min(best));
+        let isa = tune_isa(best, text("AUTOTUNE_TUNE_ISA")?.as_deref())?;
         let mode = match text("AUTOTUNE")?.as_deref() {
             None | Some("") => None,
             Some("off") => Some(Mode::Off),
@@ -234,6 +223,20 @@ impl Settings {
     pub fn rerun_lines() -> impl Iterator<Item = String> {
         ENV.iter()
             .map(|v| format!("cargo:rerun-if-env-changed={}", v.name))
+    }
+}
+
+/// The ISA level to tune and look up entries for: `best`, capped by the value
+/// of `AUTOTUNE_TUNE_ISA` (`avx2` or `baseline`; unset or empty: no cap).
+pub fn tune_isa(best: Isa, cap: Option<&str>) -> Result<Isa, Error> {
+    match cap {
+        None | Some("") => Ok(best),
+        Some(v @ ("avx2" | "baseline")) => Ok(v.parse::<Isa>().expect("a level name").min(best)),
+        Some(v) => Err(Error::BadEnv {
+            var: "AUTOTUNE_TUNE_ISA",
+            value: v.to_string(),
+            expected: "avx2 or baseline",
+        }),
     }
 }
 

@@ -211,18 +211,7 @@ impl PartialOrd for KnobName {
     }
 }
 
-impl serde::Serialize for KnobName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for KnobName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KnobName, D::Error> {
-        let text = <String as serde::Deserialize>::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+crate::text::text_serde!(KnobName);
 
 impl std::str::FromStr for Config {
     type Err = String;

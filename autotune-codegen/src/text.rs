@@ -1,4 +1,4 @@
-//! Persisted types (workload ids, targets) are stored as their text.
+//! Persisted types (workload ids, targets, knob names) are stored as their text.
 
 /// Serialises a type through its `Display` form and deserialises it through
 /// `FromStr`, so persisted files keep their text.

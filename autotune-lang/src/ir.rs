@@ -421,12 +421,8 @@ impl Operator {
             if b.domain.iter().any(|e| e.value(values) <= 0) {
                 return None;
             }
-            let (mut lo, mut hi) = (i128::from(b.offset), i128::from(b.offset));
-            for (c, e) in &b.terms {
-                let span = i128::from(*c) * i128::from(e.value(values) - 1);
-                lo += span.min(0);
-                hi += span.max(0);
-            }
+            let (lo, hi) =
+                index_range(b.offset, b.terms.iter().map(|(c, e)| (*c, e.value(values))));
             let size = self.tensor_dims(b.tensor)[b.dim].value(values);
             (lo < 0 || hi >= i128::from(size)).then_some((b, lo, hi, size))
         })
@@ -438,21 +434,20 @@ impl Operator {
     /// compute its bounds in `i64`.
     pub fn read_too_large(&self, values: &[i64]) -> Option<TensorRef> {
         let elem = self.dtype.size() as i128;
+        let mut bad = None;
         for stage in &self.stages {
-            let mut bad = None;
             stage.body.visit(&mut |e| {
                 let Expr::Load { tensor, index, .. } = e else {
                     return;
                 };
                 let mut bytes = elem;
                 for ix in index {
-                    let (mut lo, mut hi) = (i128::from(ix.offset), i128::from(ix.offset));
-                    for &(a, c) in &ix.terms {
-                        let span =
-                            i128::from(c) * i128::from(stage.axes[a].extent.value(values) - 1);
-                        lo += span.min(0);
-                        hi += span.max(0);
-                    }
+                    let (lo, hi) = index_range(
+                        ix.offset,
+                        ix.terms
+                            .iter()
+                            .map(|&(a, c)| (c, stage.axes[a].extent.value(values))),
+                    );
                     bytes = bytes.saturating_mul(hi - lo + 1);
                     // Tiles offset these in i64: keep clear of its ends.
                     if lo < -(1i128 << 62) || hi > 1i128 << 62 {
@@ -463,11 +458,8 @@ impl Operator {
                     bad = Some(*tensor);
                 }
             });
-            if bad.is_some() {
-                return bad;
-            }
         }
-        None
+        bad
     }
 
     /// Every tensor of the operator: the inputs, then the stages.
@@ -574,4 +566,16 @@ fn expr_flops(e: &Expr, s: &Stage, ext: &impl Fn(&Extent) -> f64) -> f64 {
             n * (1.0 + expr_flops(body, s, ext))
         }
     }
+}
+
+/// The lowest and highest value of `offset + Σ coefficient·x` with each `x` in
+/// `0..extent`, in `i128` (no overflow for any `i64` inputs).
+fn index_range(offset: i64, terms: impl Iterator<Item = (i64, i64)>) -> (i128, i128) {
+    terms.fold(
+        (i128::from(offset), i128::from(offset)),
+        |(lo, hi), (c, e)| {
+            let span = i128::from(c) * i128::from(e - 1);
+            (lo + span.min(0), hi + span.max(0))
+        },
+    )
 }

@@ -29,12 +29,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// What measurements here stand for: this machine's triple and best ISA level,
 /// capped by `AUTOTUNE_TUNE_ISA` as a build caps it.
 fn host_target() -> Result<Target> {
-    let best = Isa::detect();
-    let isa = match std::env::var("AUTOTUNE_TUNE_ISA").ok().as_deref() {
-        None | Some("") => best,
-        Some(v @ ("avx2" | "baseline")) => v.parse::<Isa>()?.min(best),
-        Some(v) => bail!("AUTOTUNE_TUNE_ISA={v:?} is not understood: expected avx2 or baseline"),
-    };
+    let cap = std::env::var("AUTOTUNE_TUNE_ISA").ok();
+    let isa = autotune_build::settings::tune_isa(Isa::detect(), cap.as_deref())?;
     Ok(Target {
         triple: autotune_tune::HOST_TRIPLE.to_string(),
         isa,

@@ -120,10 +120,12 @@ impl Refs<'_> {
 
 impl<'ast> Visit<'ast> for Refs<'_> {
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
-        let is_test = m
-            .attrs
-            .iter()
-            .any(|a| a.path().is_ident("cfg") && a.meta.to_token_stream_string().contains("test"));
+        let is_test = m.attrs.iter().any(|a| {
+            a.path().is_ident("cfg")
+                && quote::ToTokens::to_token_stream(&a.meta)
+                    .to_string()
+                    .contains("test")
+        });
         if !is_test {
             self.here.push(m.ident.to_string());
             syn::visit::visit_item_mod(self, m);
@@ -142,16 +144,6 @@ impl<'ast> Visit<'ast> for Refs<'_> {
         let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
         self.push(segments);
         syn::visit::visit_path(self, p);
-    }
-}
-
-trait MetaText {
-    fn to_token_stream_string(&self) -> String;
-}
-
-impl MetaText for syn::Meta {
-    fn to_token_stream_string(&self) -> String {
-        quote::ToTokens::to_token_stream(self).to_string()
     }
 }
 
