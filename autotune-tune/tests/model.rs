@@ -127,6 +127,10 @@ fn concordance(truth: &[f32], score: &[f32]) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn the_model_learns_a_known_order() {
     let train = synthetic(300, 1);
     let test = synthetic(200, 2);
@@ -146,6 +150,10 @@ fn the_model_learns_a_known_order() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn a_base_margin_shifts_predictions() {
     let train = synthetic(100, 3);
     let mut m = model::default_model(Objective::Regression, 1).unwrap();
@@ -163,6 +171,10 @@ fn a_base_margin_shifts_predictions() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn an_unfitted_model_says_so() {
     let m = model::default_model(Objective::Rank, 1).unwrap();
     assert!(matches!(
@@ -172,6 +184,10 @@ fn an_unfitted_model_says_so() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn a_tiny_model_guided_run_completes() {
     let w = gemm(24, 32, 16);
     let dir = common::scratch("model-run");
@@ -214,6 +230,10 @@ fn a_tiny_model_guided_run_completes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn tuners_by_name() {
     let w = gemm(8, 8, 8);
     for name in autotune_tune::TunerSpec::NAMES {

@@ -123,6 +123,10 @@ fn history_round_trips_and_filters() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn a_transfer_run_completes_and_starts_from_the_history() {
     let dir = scratch("run");
     let past = gemm(16, 32, 24);
@@ -155,6 +159,10 @@ fn a_transfer_run_completes_and_starts_from_the_history() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
 fn transfer_never_breaks_tuning() {
     let dir = scratch("robust");
     let other_op = gemv(32, 48);
