@@ -187,3 +187,18 @@ fn records_of_another_generator_are_not_resumed() {
     assert_eq!(second.resumed, 0, "records of generator 0 were resumed");
     assert_eq!(second.trials, 4);
 }
+
+proptest::proptest! {
+    // A resumed run compares logged throughputs with fresh ones, so a
+    // measurement must come back from the log bit for bit.
+    #[test]
+    fn measurements_survive_the_log_exactly(g in 1e-6f64..1e6, s in 1e-9f64..10.0) {
+        let w = workload(4, 4, 4);
+        let timing = autotune_tune::measure::Timing { median: s, min: s, max: s };
+        let mut r = record::Record::new(&w, &common::target(), "t", Default::default(), Ok(timing));
+        r.gflops = Some(g);
+        let line = serde_json::to_string(&r).unwrap();
+        let back: record::Record = serde_json::from_str(&line).unwrap();
+        proptest::prop_assert_eq!(back, r);
+    }
+}
