@@ -9,16 +9,21 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STAMP=$(date +%Y%m%d-%H%M%S)
-OUT="$ROOT/bench/results/tuning-baseline-$STAMP.log"
+OUT=${OUT:-$ROOT/bench/results/tuning-baseline-$STAMP.log}
 TRIALS=${TRIALS:-96}
 SEED=${SEED:-1}
-(cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+# CARGO_AUTOTUNE names another build of the CLI (the "before" of a comparison).
+if [ -z "${CARGO_AUTOTUNE:-}" ]; then
+    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
+    CARGO_AUTOTUNE="$ROOT/target/release/cargo-autotune"
+fi
+AT="$CARGO_AUTOTUNE autotune"
+LABEL=${LABEL:-$(cd "$ROOT" && git rev-parse --short HEAD)}
 WORK=$(mktemp -d /tmp/autotune-baseline.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 {
     echo "# tuning baseline $(date -Is): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) vCPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "# xgb-rank, --no-transfer, $TRIALS trials, seed $SEED, batch 16, threads 1"
+    echo "# $LABEL ($CARGO_AUTOTUNE): xgb-rank, --no-transfer, $TRIALS trials, seed $SEED, batch 16, threads 1"
     printf '%-34s %8s %10s %14s %14s %10s %8s\n' workload trials trials/s compile_s/cand features_us/cfg tuner_share best
 } | tee "$OUT"
 run() { # file op spec
@@ -39,8 +44,9 @@ print("%-34s %8d %10.2f %14.3f %14.1f %9.1f%% %8.1f" % (
     100 * r["tuner_seconds"] / r["seconds"], r["best_gflops"] or 0.0))
 PY
 }
-run "$ROOT/bench/ops.rs" gemm 5
-run "$ROOT/bench/ops.rs" gemm 0
-run "$ROOT/bench/ops.rs" conv3x3 1
-run "$ROOT/bench/ops.rs" conv1x1s2 0
-run "$ROOT/examples/resnet18/src/ops.rs" conv3x3_relu 0
+# WORKLOADS picks some of them by operator name.
+for w in "bench/ops.rs gemm 5" "bench/ops.rs gemm 0" "bench/ops.rs conv3x3 1" \
+    "bench/ops.rs conv1x1s2 0" "examples/resnet18/src/ops.rs conv3x3_relu 0"; do
+    set -- $w
+    case " ${WORKLOADS:-$2} " in *" $2 "*) run "$ROOT/$1" "$2" "$3" ;; esac
+done

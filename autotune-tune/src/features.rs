@@ -2,6 +2,13 @@
 //! lowers to (as AutoTVM's `itervar` and `curve` features), or from its knob
 //! values.
 //!
+//! The nest is described without lowering the config: [`nest_shape`] derives
+//! its loops, strides and footprints from the plan, the same geometry the
+//! lowering uses ([`FeatureSource::Plan`], some 100× cheaper than lowering an
+//! unrolled register tile). Walking the lowered nest ([`FeatureSource::Lowered`])
+//! is kept as the reference the plan's features are measured against
+//! (`bench/feature-quality.sh`).
+//!
 //! The loop nest varies with the config (packing adds loops, the order knob
 //! permutes them), so the layout is anchored on the kernel's *main statement*:
 //! the leaf statement that executes the most arithmetic. Its loops, innermost
@@ -25,10 +32,11 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use autotune_lang::ir::{DType, Operator};
+use autotune_lang::ir::{DType, Operator, TensorRef};
 use autotune_lang::mangle::Variant;
 
 use autotune_codegen::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr};
+use autotune_codegen::lower::shape::{nest_shape, LoopRun, NestShape, OperandShape, Storage};
 use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
 
 /// Loops of the main statement described, innermost first.
@@ -87,6 +95,15 @@ pub fn slog(x: f64) -> f32 {
     (x.signum() * (x.abs() + 1.0).log2()) as f32
 }
 
+/// Where the loop nest's description comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FeatureSource {
+    /// Derived from the decoded plan ([`nest_shape`]).
+    Plan,
+    /// Walked from the lowered loop nest.
+    Lowered,
+}
+
 /// Extracts one feature set for configs of one workload.
 #[derive(Clone, Debug)]
 pub struct Featurizer {
@@ -94,15 +111,21 @@ pub struct Featurizer {
     spec: usize,
     space: Space,
     set: FeatureSet,
+    source: FeatureSource,
 }
 
 impl Featurizer {
     pub fn new(w: &Workload, set: FeatureSet) -> Featurizer {
+        Featurizer::with_source(w, set, FeatureSource::Plan)
+    }
+
+    pub fn with_source(w: &Workload, set: FeatureSet, source: FeatureSource) -> Featurizer {
         Featurizer {
             op: w.op.clone(),
             spec: w.spec,
             space: Space::new(&w.op, w.shapes()),
             set,
+            source,
         }
     }
 
@@ -125,21 +148,43 @@ impl Featurizer {
         Ok(v.remove(0))
     }
 
-    /// Several feature sets of `config`, lowering it once.
+    /// Several feature sets of `config`, describing its nest once.
     pub fn features_sets(
         &self,
         config: &Config,
         sets: &[FeatureSet],
     ) -> Result<Vec<Vec<f32>>, ConfigError> {
-        let mut nest = None;
+        let mut profile = None;
         let mut out = Vec::new();
         for &set in sets {
             if set == FeatureSet::Knobs {
                 out.push(self.knob_features(config)?);
                 continue;
             }
-            if nest.is_none() {
-                let plan = self.space.plan(&self.op, config)?;
+            if profile.is_none() {
+                profile = Some(self.profile(config)?);
+            }
+            let p = profile.as_ref().expect("described above");
+            out.push(match set {
+                FeatureSet::Itervar => p.itervar(),
+                _ => p.curve(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn profile(&self, config: &Config) -> Result<Profile, ConfigError> {
+        let plan = self.space.plan(&self.op, config)?;
+        let elem_bytes = match self.op.dtype {
+            DType::F32 => 4.0,
+            DType::F64 => 8.0,
+        };
+        let shapes = &self.op.specializations[self.spec].values;
+        Ok(match self.source {
+            FeatureSource::Plan => {
+                Profile::of_shape(&nest_shape(&self.op, shapes, &plan), elem_bytes)
+            }
+            FeatureSource::Lowered => {
                 let kernel = autotune_codegen::lower::lower(
                     &self.op,
                     Variant::Specialized(self.spec),
@@ -147,15 +192,9 @@ impl Featurizer {
                     String::new(),
                     String::new(),
                 );
-                nest = Some(Nest::of(&kernel));
+                Nest::of(&kernel).profile()
             }
-            let n = nest.as_ref().expect("lowered above");
-            out.push(match set {
-                FeatureSet::Itervar => n.itervar(),
-                _ => n.curve(),
-            });
-        }
-        Ok(out)
+        })
     }
 
     /// Length of the vectors of `set` for this workload.
@@ -239,6 +278,195 @@ struct Levels {
     /// Per buffer slot, per level: stride, accesses, bytes touched, reuse.
     buffers: Vec<Vec<[f64; PER_BUFFER]>>,
     slots: Vec<Option<String>>,
+}
+
+/// A loop of the main statement, as the features see it.
+#[derive(Clone, Copy, Debug)]
+struct LoopInfo {
+    extent: f64,
+    /// Loops around it.
+    depth: usize,
+    kind: Kind,
+}
+
+/// What both feature layouts are read from, whichever way the nest was
+/// described: the main statement's loops (innermost first), what runs in each,
+/// and kernel-wide figures.
+struct Profile {
+    loops: Vec<LoopInfo>,
+    flops: Vec<f64>,
+    stmts: Vec<f64>,
+    /// Per buffer slot, per loop: stride, accesses, bytes touched, reuse.
+    buffers: Vec<Vec<[f64; PER_BUFFER]>>,
+    /// Per buffer slot: whether it is a copy the kernel makes (packed or padded).
+    packed: Vec<bool>,
+    total_flops: f64,
+    parallel: f64,
+    scratch_bytes: f64,
+    lanes: usize,
+    /// Arithmetic of one execution of the main statement.
+    main_flops: f64,
+}
+
+impl Profile {
+    /// From the nest's shape, derived from the plan. Operands reading the same
+    /// tensor share a buffer slot, as the walker's do.
+    fn of_shape(n: &NestShape, elem_bytes: f64) -> Profile {
+        let levels = n.loops.len();
+        let mut tensors: Vec<TensorRef> = Vec::new();
+        for o in n.operands.iter().filter(|o| o.storage != Storage::Output) {
+            if !tensors.contains(&o.tensor) {
+                tensors.push(o.tensor);
+            }
+        }
+        tensors.truncate(BUFFER_SLOTS - 1);
+        let slot_of = |o: &OperandShape| -> Option<usize> {
+            if o.storage == Storage::Output {
+                Some(BUFFER_SLOTS - 1)
+            } else {
+                tensors.iter().position(|t| *t == o.tensor)
+            }
+        };
+        let mut buffers = vec![vec![[0.0; PER_BUFFER]; levels]; BUFFER_SLOTS];
+        let mut stride: Vec<Vec<Option<f64>>> = vec![vec![None; levels]; BUFFER_SLOTS];
+        let mut packed = vec![false; BUFFER_SLOTS];
+        for o in &n.operands {
+            let Some(b) = slot_of(o) else { continue };
+            packed[b] |= matches!(o.storage, Storage::Packed | Storage::Copy);
+            for l in 0..levels {
+                if o.accesses[l] > 0.0 {
+                    stride[b][l] = Some(stride[b][l].map_or(o.strides[l], |s| s.min(o.strides[l])));
+                }
+                buffers[b][l][1] += o.accesses[l];
+                buffers[b][l][2] += o.footprint[l] * elem_bytes;
+            }
+        }
+        for (b, per_level) in buffers.iter_mut().enumerate() {
+            for (l, x) in per_level.iter_mut().enumerate() {
+                x[0] = stride[b][l].unwrap_or(0.0);
+                x[3] = if x[2] > 0.0 {
+                    x[1] * elem_bytes / x[2]
+                } else {
+                    0.0
+                };
+            }
+        }
+        // Statements: the tile's updates inside the reduction loops (where the
+        // output is not stored), its initialisation and stores as well further out.
+        let reductions = n
+            .operands
+            .last()
+            .map_or(0, |o| o.accesses.iter().take_while(|x| **x == 0.0).count());
+        Profile {
+            loops: n
+                .loops
+                .iter()
+                .enumerate()
+                .map(|(i, l)| LoopInfo {
+                    extent: l.extent,
+                    depth: levels - 1 - i,
+                    kind: match l.run {
+                        LoopRun::Serial => Kind::Serial,
+                        LoopRun::Unrolled => Kind::Unrolled,
+                        LoopRun::Parallel => Kind::Parallel,
+                    },
+                })
+                .collect(),
+            flops: (0..levels)
+                .map(|l| n.flops_per_iteration * n.iterations(l))
+                .collect(),
+            stmts: (0..levels)
+                .map(|l| {
+                    n.statements
+                        + if l < reductions {
+                            0.0
+                        } else {
+                            2.0 * n.accumulators as f64
+                        }
+                })
+                .collect(),
+            buffers,
+            packed,
+            total_flops: n.total_flops,
+            parallel: n
+                .loops
+                .iter()
+                .filter(|l| l.run == LoopRun::Parallel)
+                .map(|l| l.extent)
+                .product(),
+            scratch_bytes: n.scratch_elems * elem_bytes,
+            lanes: n.lanes,
+            main_flops: n.flops_per_iteration / n.statements.max(1.0),
+        }
+    }
+
+    fn itervar(&self) -> Vec<f32> {
+        let mut out = Vec::with_capacity(LOOP_SLOTS * PER_LOOP + GLOBALS);
+        for slot in 0..LOOP_SLOTS {
+            let Some(lp) = self.loops.get(slot) else {
+                out.extend([0.0; PER_LOOP]);
+                continue;
+            };
+            let below: f64 = self.loops[..=slot].iter().map(|m| m.extent).product();
+            let above: f64 = self.loops[slot..].iter().map(|m| m.extent).product();
+            out.extend([
+                slog(lp.extent),
+                (lp.depth + 1) as f32,
+                slog(above),
+                slog(below),
+                (lp.kind == Kind::Serial) as u8 as f32,
+                (lp.kind == Kind::Unrolled) as u8 as f32,
+                (lp.kind == Kind::Lanes) as u8 as f32,
+                (lp.kind == Kind::Parallel) as u8 as f32,
+                slog(self.flops[slot]),
+                slog(self.stmts[slot]),
+            ]);
+            for b in &self.buffers {
+                out.extend(b[slot].iter().map(|x| slog(*x)));
+            }
+        }
+        out.extend([
+            slog(self.total_flops),
+            slog(self.parallel),
+            slog(self.scratch_bytes),
+            slog(self.lanes as f64),
+            slog(self.main_flops),
+            slog(self.stmts.first().copied().unwrap_or(0.0)),
+            self.loops.len() as f32,
+        ]);
+        out.extend(self.packed.iter().map(|p| *p as u8 as f32));
+        out
+    }
+
+    fn curve(&self) -> Vec<f32> {
+        let mut out = Vec::with_capacity((BUFFER_SLOTS * 2 + 1) * CURVE_POINTS.len());
+        // Per sample point: the outermost level whose footprint fits.
+        let sample = |points: &[(f64, f64)], out: &mut Vec<f32>| {
+            for x in CURVE_POINTS {
+                let v = points
+                    .iter()
+                    .rev()
+                    .find(|(bytes, _)| *bytes > 0.0 && bytes.log2() <= x)
+                    .map_or(0.0, |(_, y)| slog(*y));
+                out.push(v);
+            }
+        };
+        for b in &self.buffers {
+            for key in [3, 1] {
+                let points: Vec<(f64, f64)> = b.iter().map(|l| (l[2], l[key])).collect();
+                sample(&points, &mut out);
+            }
+        }
+        // Arithmetic intensity (flops per byte touched) against footprint.
+        let points: Vec<(f64, f64)> = (0..self.loops.len())
+            .map(|p| {
+                let bytes: f64 = self.buffers.iter().map(|b| b[p][2]).sum();
+                (bytes, self.flops[p] / bytes.max(1.0))
+            })
+            .collect();
+        sample(&points, &mut out);
+        out
+    }
 }
 
 struct Walker {
@@ -388,101 +616,52 @@ impl Nest {
         }
     }
 
-    fn itervar(&self) -> Vec<f32> {
+    fn profile(&self) -> Profile {
         let lv = self.levels();
-        let path = &lv.path;
-        let mut out = Vec::with_capacity(LOOP_SLOTS * PER_LOOP + GLOBALS);
-        for slot in 0..LOOP_SLOTS {
-            let Some(&l) = path.get(slot) else {
-                out.extend([0.0; PER_LOOP]);
-                continue;
-            };
-            let lp = &self.loops[l];
-            let below: f64 = path[..=slot]
-                .iter()
-                .map(|&m| self.loops[m].extent)
-                .product();
-            let above: f64 = path[slot..].iter().map(|&m| self.loops[m].extent).product();
-            out.extend([
-                slog(lp.extent),
-                (lp.depth + 1) as f32,
-                slog(above),
-                slog(below),
-                (lp.kind == Kind::Serial) as u8 as f32,
-                (lp.kind == Kind::Unrolled) as u8 as f32,
-                (lp.kind == Kind::Lanes) as u8 as f32,
-                (lp.kind == Kind::Parallel) as u8 as f32,
-                slog(lv.flops[slot]),
-                slog(lv.stmts[slot]),
-            ]);
-            for b in &lv.buffers {
-                out.extend(b[slot].iter().map(|x| slog(*x)));
-            }
-        }
-        // Kernel-wide figures.
         let main = self.main_leaf();
-        let total: f64 = self
-            .leaves
-            .iter()
-            .map(|l| l.flops * self.iterations(l))
-            .sum();
-        let parallel: f64 = self
-            .loops
-            .iter()
-            .filter(|l| l.kind == Kind::Parallel)
-            .map(|l| l.extent)
-            .product();
-        let scratch: f64 = self.scratch.values().sum::<f64>() * self.elem_bytes;
-        let lanes = main
-            .and_then(|m| m.accesses.iter().map(|a| a.lanes).max())
-            .unwrap_or(1);
-        out.extend([
-            slog(total),
-            slog(parallel),
-            slog(scratch),
-            slog(lanes as f64),
-            slog(main.map_or(0.0, |m| m.flops)),
-            slog(lv.stmts.first().copied().unwrap_or(0.0)),
-            path.len() as f32,
-        ]);
-        for b in &lv.slots {
-            let packed = b
-                .as_ref()
-                .is_some_and(|b| b != "out" && self.scratch.contains_key(b));
-            out.push(packed as u8 as f32);
+        let n = lv.path.len();
+        Profile {
+            loops: lv
+                .path
+                .iter()
+                .map(|&l| LoopInfo {
+                    extent: self.loops[l].extent,
+                    depth: self.loops[l].depth,
+                    kind: self.loops[l].kind,
+                })
+                .collect(),
+            total_flops: self
+                .leaves
+                .iter()
+                .map(|l| l.flops * self.iterations(l))
+                .sum(),
+            parallel: self
+                .loops
+                .iter()
+                .filter(|l| l.kind == Kind::Parallel)
+                .map(|l| l.extent)
+                .product(),
+            scratch_bytes: self.scratch.values().sum::<f64>() * self.elem_bytes,
+            lanes: main
+                .and_then(|m| m.accesses.iter().map(|a| a.lanes).max())
+                .unwrap_or(1),
+            main_flops: main.map_or(0.0, |m| m.flops),
+            packed: lv
+                .slots
+                .iter()
+                .map(|b| {
+                    b.as_ref()
+                        .is_some_and(|b| b != "out" && self.scratch.contains_key(b))
+                })
+                .collect(),
+            flops: lv.flops,
+            stmts: lv.stmts,
+            buffers: lv
+                .buffers
+                .into_iter()
+                .map(|b| b.into_iter().take(n).collect())
+                .collect(),
         }
-        out
-    }
-
-    fn curve(&self) -> Vec<f32> {
-        let lv = self.levels();
-        let mut out = Vec::with_capacity((BUFFER_SLOTS * 2 + 1) * CURVE_POINTS.len());
-        // Per sample point: the outermost level whose footprint fits.
-        let sample = |points: &[(f64, f64)], out: &mut Vec<f32>| {
-            for x in CURVE_POINTS {
-                let v = points
-                    .iter()
-                    .rev()
-                    .find(|(bytes, _)| *bytes > 0.0 && bytes.log2() <= x)
-                    .map_or(0.0, |(_, y)| slog(*y));
-                out.push(v);
-            }
-        };
-        for b in &lv.buffers {
-            for key in [3, 1] {
-                let points: Vec<(f64, f64)> = b.iter().map(|l| (l[2], l[key])).collect();
-                sample(&points, &mut out);
-            }
-        }
-        // Arithmetic intensity (flops per byte touched) against footprint.
-        let points: Vec<(f64, f64)> = (0..lv.path.len())
-            .map(|p| {
-                let bytes: f64 = lv.buffers.iter().map(|b| b[p][2]).sum();
-                (bytes, lv.flops[p] / bytes.max(1.0))
-            })
-            .collect();
-        sample(&points, &mut out);
-        out
     }
 }
 

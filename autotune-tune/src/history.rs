@@ -17,7 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use autotune_codegen::{Config, Space, Target, Workload, WorkloadId};
 use autotune_lang::ir::{Operator, Specialization};
 
-use crate::features::{FeatureSet, Featurizer};
+use crate::features::{FeatureSet, FeatureSource, Featurizer};
 use crate::model::{Matrix, TrainingSet};
 use crate::record::{load_log, LogError, Record};
 
@@ -30,7 +30,7 @@ pub const MAX_TRIALS_PER_WORKLOAD: usize = 160;
 /// config: a build that tunes several workloads loads the history once per
 /// workload, and describing a config is the expensive part (more so in an
 /// unoptimised build script).
-type Described = Mutex<HashMap<(FeatureSet, WorkloadId, Config), Vec<f32>>>;
+type Described = Mutex<HashMap<(FeatureSet, FeatureSource, WorkloadId, Config), Vec<f32>>>;
 
 fn described() -> &'static Described {
     static CACHE: OnceLock<Described> = OnceLock::new();
@@ -100,7 +100,7 @@ fn logs_at(p: &Path) -> Vec<PathBuf> {
 impl History {
     /// Trials of `target` from the record logs at `sources`, for workloads of
     /// `ops` (matched by definition, at any shapes) other than `exclude`,
-    /// described with `set`. Unreadable logs are returned beside the history:
+    /// described with `set` from `source`. Unreadable logs are returned beside the history:
     /// a history only speeds tuning up, so it never stops it.
     pub fn load(
         sources: &[PathBuf],
@@ -108,6 +108,7 @@ impl History {
         target: &Target,
         exclude: Option<&WorkloadId>,
         set: FeatureSet,
+        source: FeatureSource,
     ) -> (History, Vec<LogError>) {
         let mut errors = Vec::new();
         let mut by_id: BTreeMap<WorkloadId, Vec<Record>> = BTreeMap::new();
@@ -168,21 +169,21 @@ impl History {
                     .then(a.config.cmp(&b.config))
             });
             thin(&mut records, MAX_TRIALS_PER_WORKLOAD);
-            let featurizer = Featurizer::new(&workload, set);
+            let featurizer = Featurizer::with_source(&workload, set, source);
             let mut cache = described().lock().unwrap_or_else(|e| e.into_inner());
             let trials: Vec<(Config, Option<f64>, Vec<f32>)> = records
                 .into_iter()
                 .filter_map(|r| {
-                    let key = (set, id.clone(), r.config);
+                    let key = (set, source, id.clone(), r.config);
                     let f = match cache.get(&key) {
                         Some(f) => f.clone(),
                         None => {
-                            let f = featurizer.features(&key.2).ok()?;
+                            let f = featurizer.features(&key.3).ok()?;
                             cache.insert(key.clone(), f.clone());
                             f
                         }
                     };
-                    Some((key.2, r.gflops, f))
+                    Some((key.3, r.gflops, f))
                 })
                 .collect();
             drop(cache);
@@ -211,7 +212,14 @@ impl History {
         sources: &[PathBuf],
         ops: &[Operator],
     ) -> (History, Vec<LogError>) {
-        History::load(sources, ops, target, Some(&w.id()), FeatureSet::Curve)
+        History::load(
+            sources,
+            ops,
+            target,
+            Some(&w.id()),
+            FeatureSet::Curve,
+            FeatureSource::Plan,
+        )
     }
 
     pub fn is_empty(&self) -> bool {

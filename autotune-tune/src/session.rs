@@ -9,14 +9,14 @@
 //! cost model is not built in), the history to learn from, and the loop.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use autotune_codegen::{Config, Space, Target, Workload};
 use autotune_lang::Operator;
 
 use crate::history::History;
-use crate::measure::{self, Candidate, ErrorClass, MeasureError, TimingOptions};
+use crate::measure::{self, Candidate, ErrorClass, Harness, MeasureError, TimingOptions};
 use crate::model::ModelError;
 use crate::record::{append, load_log, LogError, Record};
 use crate::spec::TunerSpec;
@@ -48,6 +48,10 @@ pub struct TuneOptions {
     pub early_stop: Option<usize>,
     /// Configs compiled into one program.
     pub batch: usize,
+    /// Limit for compiling one candidate: one past it is recorded as a compile
+    /// timeout and skipped (a kernel that takes longer would slow every build
+    /// that ships it; well-sized tiles compile in a second or two).
+    pub compile_timeout: Duration,
     pub timing: TimingOptions,
     /// Where batch programs are built.
     pub dir: PathBuf,
@@ -66,6 +70,7 @@ impl Default for TuneOptions {
             time: None,
             early_stop: None,
             batch: 16,
+            compile_timeout: Duration::from_secs(20),
             // Short samples: the tuner ranks many configs; final figures use longer ones.
             timing: TimingOptions {
                 min_sample_secs: 0.02,
@@ -152,6 +157,7 @@ pub fn tune(
         }
         tuner.observe(&space, &observed);
     }
+    let mut harness = None;
     let mut since_best = 0usize;
     let mut batch_no = 0;
     loop {
@@ -185,13 +191,11 @@ pub fn tune(
         let configs: Vec<Config> = proposal.iter().map(|i| space.config_at(*i)).collect();
         let t1 = Instant::now();
         let candidates: Vec<Candidate> = configs.iter().cloned().map(Candidate::Config).collect();
-        let batch = measure::build_candidates(
-            w,
-            &candidates,
-            target.isa,
-            &opts.dir.join(format!("batch{batch_no}")),
-            opts.seed,
-        )?;
+        let harness = match &mut harness {
+            Some(h) => h,
+            None => harness.insert(prepare(w, opts, &opts.dir.join("harness"))?),
+        };
+        let batch = harness.build(&candidates, &opts.dir.join(format!("batch{batch_no}")))?;
         batch_no += 1;
         summary.compile += t1.elapsed();
         let mut results = Vec::new();
@@ -229,8 +233,18 @@ pub fn tune(
         summary.tuner += t2.elapsed();
         let _ = std::fs::remove_dir_all(&batch.dir);
     }
+    if let Some(h) = harness {
+        let _ = std::fs::remove_dir_all(&h.dir);
+    }
     summary.elapsed = start.elapsed();
     Ok(summary)
+}
+
+/// The measurement harness of a run, in `dir`.
+fn prepare(w: &Workload, opts: &TuneOptions, dir: &Path) -> Result<Harness, MeasureError> {
+    let mut h = Harness::new(w, opts.target.isa, dir, opts.seed)?;
+    h.compile_timeout = opts.compile_timeout;
+    Ok(h)
 }
 
 /// Runs `on_trial`-free tuning of a hand-written candidate list, for fault
@@ -242,7 +256,7 @@ pub fn measure_candidates(
     candidates: &[Candidate],
     opts: &TuneOptions,
 ) -> Result<Vec<Record>, TuneError> {
-    let batch = measure::build_candidates(w, candidates, opts.target.isa, &opts.dir, opts.seed)?;
+    let batch = prepare(w, opts, &opts.dir)?.build(candidates, &opts.dir)?;
     let mut out = Vec::new();
     for (k, c) in candidates.iter().enumerate() {
         let outcome = batch

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use autotune_codegen::Space;
 use autotune_codegen::Workload;
 use autotune_lang::Operator;
-use autotune_tune::features::FeatureSet;
+use autotune_tune::features::{FeatureSet, FeatureSource};
 use autotune_tune::history::History;
 use autotune_tune::record;
 use autotune_tune::session::{self as tune, TuneOptions};
@@ -71,7 +71,14 @@ fn history_round_trips_and_filters() {
     let here = common::target();
     let sources = [dir.join("history")];
     // The tuned workload comes back with every trial described.
-    let (h, problems) = History::load(&sources, &ops(&[&past]), &here, None, FeatureSet::Curve);
+    let (h, problems) = History::load(
+        &sources,
+        &ops(&[&past]),
+        &here,
+        None,
+        FeatureSet::Curve,
+        FeatureSource::Plan,
+    );
     assert!(problems.is_empty());
     assert_eq!(h.workloads.len(), 1);
     let p = &h.workloads[0];
@@ -92,6 +99,7 @@ fn history_round_trips_and_filters() {
         &here,
         Some(&p.id),
         FeatureSet::Curve,
+        FeatureSource::Plan,
     );
     assert!(h.is_empty());
     let (h, _) = History::load(
@@ -100,6 +108,7 @@ fn history_round_trips_and_filters() {
         &other_isa(),
         None,
         FeatureSet::Curve,
+        FeatureSource::Plan,
     );
     assert!(h.is_empty());
     let (h, _) = History::load(
@@ -108,11 +117,19 @@ fn history_round_trips_and_filters() {
         &here,
         None,
         FeatureSet::Curve,
+        FeatureSource::Plan,
     );
     assert!(h.is_empty());
     // A corrupt log is reported and skipped, never fatal.
     std::fs::write(dir.join("history/bad.jsonl"), "{ not json\n").unwrap();
-    let (h, problems) = History::load(&sources, &ops(&[&past]), &here, None, FeatureSet::Curve);
+    let (h, problems) = History::load(
+        &sources,
+        &ops(&[&past]),
+        &here,
+        None,
+        FeatureSet::Curve,
+        FeatureSource::Plan,
+    );
     assert_eq!(problems.len(), 1);
     assert!(
         problems[0].to_string().contains("bad.jsonl:1"),
@@ -138,6 +155,7 @@ fn a_transfer_run_completes_and_starts_from_the_history() {
         &common::target(),
         None,
         FeatureSet::Curve,
+        FeatureSource::Plan,
     );
     let space = Space::new(&w.op, w.shapes());
     let seeds = h.seeds(&w, &space, 2, 8);
@@ -180,6 +198,7 @@ fn transfer_never_breaks_tuning() {
         &other_isa(),
         None,
         FeatureSet::Curve,
+        FeatureSource::Plan,
     );
     assert!(h.is_empty());
     // History of another operator type: transfer on, and the run completes.
@@ -189,6 +208,7 @@ fn transfer_never_breaks_tuning() {
         &here,
         None,
         FeatureSet::Curve,
+        FeatureSource::Plan,
     );
     assert_eq!(h.workloads.len(), 1);
     for name in ["xgb-rank", "xgb-reg"] {

@@ -395,6 +395,7 @@ fn main() -> Result<()> {
                     log: Some(log.clone()),
                     seed,
                     target: host.clone(),
+                    ..defaults
                 },
                 history: (!no_transfer).then(|| {
                     if history.is_empty() {

@@ -6,6 +6,7 @@
 
 mod naive;
 mod names;
+pub mod shape;
 mod tiled;
 
 use autotune_lang::ir::{Operator, TensorRef};

@@ -1,6 +1,101 @@
 //! The `main` of a measurement program: reads the inputs, runs one candidate
 //! (or the reference) to check it, or times it.
 
+use std::fmt::Write as _;
+
+use autotune_codegen::Workload;
+use autotune_lang::ir::DType;
+
+/// The driver of a program holding the kernels `names` (`None`: a candidate
+/// that did not build, whose slot is empty) and the kernel `reference`.
+pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> String {
+    let t = w.op.dtype.c_name();
+    let (in_sizes, out_size) = w.sizes();
+    let params: Vec<String> = (0..in_sizes.len())
+        .map(|_| format!("const {t} *"))
+        .chain([format!("{t} *")])
+        .collect();
+    let mut driver = String::new();
+    let _ = writeln!(
+        driver,
+        "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\
+         typedef int32_t (*kernel_t)({});\nvoid {prefix}_set_num_threads(int32_t);",
+        params.join(", ")
+    );
+    let table: Vec<&str> = names
+        .iter()
+        .map(|n| match n {
+            Some(name) => {
+                let _ = writeln!(driver, "int32_t {name}({});", params.join(", "));
+                name.as_str()
+            }
+            None => "0",
+        })
+        .collect();
+    let shape_params: Vec<&str> = w.shapes().iter().map(|_| "int64_t").collect();
+    let _ = writeln!(
+        driver,
+        "int32_t reference({});\nstatic int32_t run_reference({}) {{ return reference({}); }}",
+        params
+            .iter()
+            .map(|p| p.as_str())
+            .chain(shape_params)
+            .collect::<Vec<_>>()
+            .join(", "),
+        params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{p}p{i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        (0..params.len())
+            .map(|i| format!("p{i}"))
+            .chain(w.shapes().iter().map(|v| v.to_string()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        driver,
+        "static kernel_t kernels[] = {{{}}};",
+        if table.is_empty() {
+            "0".to_string()
+        } else {
+            table.join(", ")
+        }
+    );
+    let _ = writeln!(
+        driver,
+        "static const size_t in_sizes[] = {{{}}};",
+        in_sizes
+            .iter()
+            .map(|s| s.to_string())
+            .chain(["0".to_string()])
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // A signalling NaN with a payload no arithmetic produces.
+    let poison = match w.op.dtype {
+        DType::F32 => ("uint32_t", "0x7FA0A5A5u"),
+        DType::F64 => ("uint64_t", "0x7FF4A5A5A5A5A5A5ull"),
+    };
+    let args: Vec<String> = (0..in_sizes.len())
+        .map(|i| format!("in[{i}]"))
+        .chain(["out".to_string()])
+        .collect();
+    driver.push_str(
+        &MAIN
+            .replace("ELEM_BITS", poison.0)
+            .replace("POISON", poison.1)
+            .replace("ELEM", t)
+            .replace("N_INPUTS", &in_sizes.len().to_string())
+            .replace("N_IN", &in_sizes.len().max(1).to_string())
+            .replace("OUT_SIZE", &out_size.to_string())
+            .replace("CALL_ARGS", &args.join(", "))
+            .replace("PREFIX", prefix),
+    );
+    driver
+}
+
 /// The driver's `main` (ELEM, ELEM_BITS, POISON, N_IN, N_INPUTS, OUT_SIZE,
 /// CALL_ARGS and PREFIX are replaced when a batch is generated).
 ///
@@ -9,7 +104,7 @@
 /// run the output is filled with a signalling-NaN pattern no computation
 /// produces, and an element still holding it afterwards was never written
 /// (exit 6). Both are wrong results, whatever the reference holds there.
-pub(super) const MAIN: &str = r#"
+const MAIN: &str = r#"
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -14,7 +14,6 @@
 //! reference's output); `prog INDEX DIR time MIN_SECONDS SAMPLES
 //! THREADS FLUSH` prints `median_s=… min_s=… max_s=… reps=…`.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -33,7 +32,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub use error::{ErrorClass, MeasureError};
-use process::{c_compiler, compile_objects, run_compiler, run_limited};
+use process::{c_compiler, compile_objects, run_compiler, run_limited, COMPILE_TIMEOUT};
 pub use process::{compiler_version, HOST_TRIPLE};
 
 /// How to time a candidate.
@@ -73,6 +72,8 @@ pub struct Timing {
 pub struct Batch {
     pub workload: Workload,
     pub dir: PathBuf,
+    /// Where the inputs are (the harness's directory).
+    inputs: PathBuf,
     exe: PathBuf,
     pub len: usize,
     /// Per candidate: why it did not build, if it did not.
@@ -99,9 +100,169 @@ pub enum Candidate {
     Source(String),
 }
 
-/// Generates, compiles and prepares `configs` of `w` in `dir` (created if
-/// missing), for ISA level `isa`. Inputs are uniform in [-1, 1) from `seed`
-/// (positive where a `log` or `sqrt` reads them).
+/// What every batch of one workload shares, prepared once per tuning run: the
+/// inputs, the reference output, and the compiled runtime and reference
+/// kernel. Only the candidates and the small driver are compiled per batch.
+pub struct Harness {
+    pub workload: Workload,
+    isa: Isa,
+    /// Holds the inputs and the shared objects.
+    pub dir: PathBuf,
+    compiler: cc::Tool,
+    /// The runtime's and the reference's objects, linked into every batch.
+    objects: Vec<PathBuf>,
+    reference: Vec<f64>,
+    /// Limit for compiling one candidate; one that runs past it is recorded as
+    /// a compile timeout (no kernel worth shipping takes that long).
+    pub compile_timeout: Duration,
+}
+
+impl Harness {
+    /// Writes the inputs of `w` to `dir` (created if missing): uniform in
+    /// [-1, 1) from `seed`, or in [0.25, 1.25) where a `log` or `sqrt` reads
+    /// them; compiles the runtime and the reference (the generic kernel with
+    /// the default schedule: plain loops, a different lowering path from the
+    /// candidates') and runs it once.
+    pub fn new(w: &Workload, isa: Isa, dir: &Path, seed: u64) -> Result<Harness, MeasureError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let compiler = c_compiler()?;
+        let mut reference = header(w);
+        reference.push_str(&kernel_c(
+            &w.op,
+            Variant::Generic,
+            None,
+            &[isa],
+            "reference".to_string(),
+            RUNTIME_PREFIX.to_string(),
+        )?);
+        let mut sources = vec![("reference.c".to_string(), reference)];
+        for (name, source) in RUNTIME_C {
+            sources.push((name.to_string(), runtime_c(RUNTIME_PREFIX, source)));
+        }
+        let mut files = Vec::new();
+        for (name, text) in sources {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(io(&path))?;
+            files.push(path);
+        }
+        let objects = compile_objects(&compiler, &files, COMPILE_TIMEOUT)
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| MeasureError::Harness(format!("the measurement program: {e}")))?;
+        write_inputs(w, dir, seed)?;
+        let mut harness = Harness {
+            workload: w.clone(),
+            isa,
+            dir: dir.to_path_buf(),
+            compiler,
+            objects,
+            reference: Vec::new(),
+            compile_timeout: COMPILE_TIMEOUT,
+        };
+        // The reference output, from a program with no candidates.
+        let exe = harness.link(dir, "reference", &[], &[None])?;
+        let ref_path = dir.join("reference.bin");
+        let mut cmd = Command::new(&exe);
+        cmd.arg("0").arg(dir).arg("reference").arg(&ref_path);
+        run_limited(cmd, Duration::from_secs(600))
+            .map_err(|e| MeasureError::Harness(format!("the reference kernel: {e}")))?;
+        harness.reference = read_output(&ref_path, w.op.dtype)?;
+        Ok(harness)
+    }
+
+    /// Generates and compiles `candidates` into one program in `dir`: one file
+    /// per candidate, compiled on every core the process may use, each with the
+    /// [`compile_timeout`](Harness::compile_timeout). A candidate that cannot
+    /// be generated or compiled is recorded in [`Batch::failed`] and the others
+    /// still build.
+    pub fn build(&self, candidates: &[Candidate], dir: &Path) -> Result<Batch, MeasureError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let w = &self.workload;
+        let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
+        let mut files = Vec::new();
+        for (i, c) in candidates.iter().enumerate() {
+            let name = format!("cand{i}");
+            let source = match c {
+                Candidate::Config(c) => kernel_c(
+                    &w.op,
+                    Variant::Specialized(w.spec),
+                    Some(c),
+                    &[self.isa],
+                    name.clone(),
+                    RUNTIME_PREFIX.to_string(),
+                ),
+                #[cfg(feature = "testing")]
+                Candidate::Source(src) => Ok(src.replace("CANDIDATE", &name)),
+            };
+            match source {
+                Ok(src) => {
+                    let path = dir.join(format!("{name}.c"));
+                    std::fs::write(&path, header(w) + &src).map_err(io(&path))?;
+                    files.push((i, path));
+                }
+                Err(e) => failed[i] = Some((ErrorClass::InvalidConfig, e.to_string())),
+            }
+        }
+        let paths: Vec<PathBuf> = files.iter().map(|f| f.1.clone()).collect();
+        let mut objects = Vec::new();
+        for ((i, _), r) in files.iter().zip(compile_objects(
+            &self.compiler,
+            &paths,
+            self.compile_timeout,
+        )) {
+            match r {
+                Ok(o) => objects.push(o),
+                Err(e) => failed[*i] = Some((e.class(), e.to_string())),
+            }
+        }
+        let names: Vec<Option<String>> = failed
+            .iter()
+            .enumerate()
+            .map(|(i, f)| f.is_none().then(|| format!("cand{i}")))
+            .collect();
+        let exe = self.link(dir, "measure", &objects, &names)?;
+        Ok(Batch {
+            workload: w.clone(),
+            dir: dir.to_path_buf(),
+            inputs: self.dir.clone(),
+            exe,
+            len: candidates.len(),
+            failed,
+            reference: self.reference.clone(),
+        })
+    }
+
+    /// Compiles the driver for the kernels `names` (`None`: not built) and
+    /// links it with `objects` and the shared ones into `dir/exe`.
+    fn link(
+        &self,
+        dir: &Path,
+        exe: &str,
+        objects: &[PathBuf],
+        names: &[Option<String>],
+    ) -> Result<PathBuf, MeasureError> {
+        let path = dir.join(format!("{exe}-driver.c"));
+        std::fs::write(&path, driver::source(&self.workload, names, RUNTIME_PREFIX))
+            .map_err(io(&path))?;
+        let driver = compile_objects(&self.compiler, &[path], COMPILE_TIMEOUT)
+            .remove(0)
+            .map_err(|e| MeasureError::Harness(format!("the measurement driver: {e}")))?;
+        let exe = dir.join(exe);
+        let mut link = self.compiler.to_command();
+        link.args(objects)
+            .args(&self.objects)
+            .arg(&driver)
+            .arg("-o")
+            .arg(&exe)
+            .args(["-lm", "-pthread"]);
+        run_compiler(link, COMPILE_TIMEOUT)
+            .map_err(|e| MeasureError::Harness(format!("linking: {e}")))?;
+        Ok(exe)
+    }
+}
+
+/// Generates, compiles and prepares `configs` of `w` in `dir`, for ISA level
+/// `isa`, with inputs from `seed` (a [`Harness`] for one batch).
 pub fn build_batch(
     w: &Workload,
     configs: &[Config],
@@ -113,8 +274,7 @@ pub fn build_batch(
     build_candidates(w, &candidates, isa, dir, seed)
 }
 
-/// As [`build_batch`] for any candidates. A candidate that cannot be generated
-/// or compiled is recorded in [`Batch::failed`] and the others still build.
+/// As [`build_batch`] for any candidates.
 pub fn build_candidates(
     w: &Workload,
     candidates: &[Candidate],
@@ -122,202 +282,22 @@ pub fn build_candidates(
     dir: &Path,
     seed: u64,
 ) -> Result<Batch, MeasureError> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let t = w.op.dtype.c_name();
-    let (in_sizes, out_size) = w.sizes();
-    let header = file_header(
+    Harness::new(w, isa, dir, seed)?.build(candidates, dir)
+}
+
+/// The head of every C file of a measurement program of `w`.
+fn header(w: &Workload) -> String {
+    file_header(
         &format!("measuring `{}`", w.key()),
         w.op.dtype,
         RUNTIME_PREFIX,
-    );
-    let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
-    let mut sources: Vec<Option<String>> = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
-        let name = format!("cand{i}");
-        sources.push(match c {
-            Candidate::Config(c) => match kernel_c(
-                &w.op,
-                Variant::Specialized(w.spec),
-                Some(c),
-                &[isa],
-                name,
-                RUNTIME_PREFIX.to_string(),
-            ) {
-                Ok(src) => Some(src),
-                Err(e) => {
-                    failed[i] = Some((ErrorClass::InvalidConfig, e.to_string()));
-                    None
-                }
-            },
-            #[cfg(feature = "testing")]
-            Candidate::Source(src) => Some(src.replace("CANDIDATE", &name)),
-        });
-    }
-    // Kernels in two files so both cores compile; a file that fails is split into
-    // one file per candidate to find the culprits.
-    let mut objects = Vec::new();
-    let groups: Vec<Vec<usize>> = (0..2)
-        .map(|g| {
-            (0..candidates.len())
-                .filter(|i| i % 2 == g && sources[*i].is_some())
-                .collect()
-        })
-        .collect();
-    let write_group = |name: &str, members: &[usize]| -> Result<PathBuf, MeasureError> {
-        let mut text = header.clone();
-        for &i in members {
-            text.push_str(sources[i].as_deref().unwrap_or_default());
-        }
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(io(&path))?;
-        Ok(path)
-    };
-    let mut files = Vec::new();
-    for (g, members) in groups.iter().enumerate() {
-        files.push((
-            write_group(&format!("kernels{g}.c"), members)?,
-            members.clone(),
-        ));
-    }
-    let compiler = c_compiler()?;
-    let results = compile_objects(
-        &compiler,
-        &files.iter().map(|f| f.0.clone()).collect::<Vec<_>>(),
-    );
-    for ((_, members), result) in files.iter().zip(results) {
-        match result {
-            Ok(o) => objects.push(o),
-            Err(_) => {
-                let singles: Vec<PathBuf> = members
-                    .iter()
-                    .map(|&i| write_group(&format!("cand{i}.c"), &[i]))
-                    .collect::<Result<_, _>>()?;
-                for (&i, r) in members.iter().zip(compile_objects(&compiler, &singles)) {
-                    match r {
-                        Ok(o) => objects.push(o),
-                        Err(e) => failed[i] = Some((e.class(), e.to_string())),
-                    }
-                }
-            }
-        }
-    }
-    // The reference: the generic kernel with the default schedule (plain loops,
-    // a different lowering path from the candidates').
-    let mut reference = header.clone();
-    reference.push_str(&kernel_c(
-        &w.op,
-        Variant::Generic,
-        None,
-        &[isa],
-        "reference".to_string(),
-        RUNTIME_PREFIX.to_string(),
-    )?);
-    let params: Vec<String> = (0..in_sizes.len())
-        .map(|_| format!("const {t} *"))
-        .chain([format!("{t} *")])
-        .collect();
-    let mut driver = String::new();
-    let _ = writeln!(
-        driver,
-        "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\
-         typedef int32_t (*kernel_t)({});\nvoid {RUNTIME_PREFIX}_set_num_threads(int32_t);",
-        params.join(", ")
-    );
-    let names: Vec<String> = (0..candidates.len())
-        .map(|i| match failed[i] {
-            None => {
-                let _ = writeln!(driver, "int32_t cand{i}({});", params.join(", "));
-                format!("cand{i}")
-            }
-            Some(_) => "0".to_string(),
-        })
-        .collect();
-    let shape_params: Vec<&str> = w.shapes().iter().map(|_| "int64_t").collect();
-    let _ = writeln!(
-        driver,
-        "int32_t reference({});\nstatic int32_t run_reference({}) {{ return reference({}); }}",
-        params
-            .iter()
-            .map(|p| p.as_str())
-            .chain(shape_params)
-            .collect::<Vec<_>>()
-            .join(", "),
-        params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("{p}p{i}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        (0..params.len())
-            .map(|i| format!("p{i}"))
-            .chain(w.shapes().iter().map(|v| v.to_string()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let _ = writeln!(
-        driver,
-        "static kernel_t kernels[] = {{{}}};",
-        if names.is_empty() {
-            "0".to_string()
-        } else {
-            names.join(", ")
-        }
-    );
-    let _ = writeln!(
-        driver,
-        "static const size_t in_sizes[] = {{{}}};",
-        in_sizes
-            .iter()
-            .map(|s| s.to_string())
-            .chain(["0".to_string()])
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    // A signalling NaN with a payload no arithmetic produces.
-    let poison = match w.op.dtype {
-        DType::F32 => ("uint32_t", "0x7FA0A5A5u"),
-        DType::F64 => ("uint64_t", "0x7FF4A5A5A5A5A5A5ull"),
-    };
-    let args: Vec<String> = (0..in_sizes.len())
-        .map(|i| format!("in[{i}]"))
-        .chain(["out".to_string()])
-        .collect();
-    driver.push_str(
-        &driver::MAIN
-            .replace("ELEM_BITS", poison.0)
-            .replace("POISON", poison.1)
-            .replace("ELEM", t)
-            .replace("N_INPUTS", &in_sizes.len().to_string())
-            .replace("N_IN", &in_sizes.len().max(1).to_string())
-            .replace("OUT_SIZE", &out_size.to_string())
-            .replace("CALL_ARGS", &args.join(", "))
-            .replace("PREFIX", RUNTIME_PREFIX),
-    );
-    let mut support = Vec::new();
-    for (name, source) in RUNTIME_C {
-        let path = dir.join(name);
-        std::fs::write(&path, runtime_c(RUNTIME_PREFIX, source)).map_err(io(&path))?;
-        support.push(path);
-    }
-    for (name, text) in [("reference.c", reference), ("driver.c", driver)] {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(io(&path))?;
-        support.push(path);
-    }
-    for r in compile_objects(&compiler, &support) {
-        objects
-            .push(r.map_err(|e| MeasureError::Harness(format!("the measurement program: {e}")))?);
-    }
-    let exe = dir.join("measure");
-    let mut link = compiler.to_command();
-    link.args(&objects)
-        .arg("-o")
-        .arg(&exe)
-        .args(["-lm", "-pthread"]);
-    run_compiler(link).map_err(|e| MeasureError::Harness(format!("linking: {e}")))?;
-    // Inputs, then the reference output.
+    )
+}
+
+/// Writes the inputs `dir/in<i>.bin` of `w` from `seed`.
+fn write_inputs(w: &Workload, dir: &Path, seed: u64) -> Result<(), MeasureError> {
+    let (in_sizes, _) = w.sizes();
     let mut rng = StdRng::seed_from_u64(seed);
-    // Uniform in [-1, 1), or in [0.25, 1.25) for an input a `log` or `sqrt` reads.
     let positive = positive_inputs(&w.op);
     for (i, n) in in_sizes.iter().enumerate() {
         let range = if positive[i] { 0.25..1.25 } else { -1.0..1.0 };
@@ -333,20 +313,7 @@ pub fn build_candidates(
         let path = dir.join(format!("in{i}.bin"));
         std::fs::write(&path, bytes).map_err(io(&path))?;
     }
-    let ref_path = dir.join("reference.bin");
-    let mut cmd = Command::new(&exe);
-    cmd.arg("0").arg(dir).arg("reference").arg(&ref_path);
-    run_limited(cmd, Duration::from_secs(600))
-        .map_err(|e| MeasureError::Harness(format!("the reference kernel: {e}")))?;
-    let reference = read_output(&ref_path, w.op.dtype)?;
-    Ok(Batch {
-        workload: w.clone(),
-        dir: dir.to_path_buf(),
-        exe,
-        len: candidates.len(),
-        failed,
-        reference,
-    })
+    Ok(())
 }
 
 impl Batch {
@@ -364,7 +331,7 @@ impl Batch {
         let out_path = self.dir.join(format!("out{i}.bin"));
         let mut cmd = Command::new(&self.exe);
         cmd.arg(i.to_string())
-            .arg(&self.dir)
+            .arg(&self.inputs)
             .arg("check")
             .arg(&out_path)
             .arg(opts.threads.to_string());
@@ -379,7 +346,7 @@ impl Batch {
         self.built(i)?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg(i.to_string())
-            .arg(&self.dir)
+            .arg(&self.inputs)
             .arg("time")
             .arg(opts.min_sample_secs.to_string())
             .arg(opts.samples.to_string())

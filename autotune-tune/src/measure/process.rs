@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
@@ -13,8 +14,9 @@ use super::error::MeasureError;
 /// or `cargo autotune`) is the host, whose C compiler measures candidates.
 pub const HOST_TRIPLE: &str = env!("AUTOTUNE_HOST_TARGET");
 
-/// Limit for one compiler process.
-const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Limit for one compiler process of the harness (and the default for a
+/// candidate's).
+pub(super) const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The C compiler's own version line (`gcc (Debian 12.2.0-14) 12.2.0`).
 pub fn compiler_version() -> String {
@@ -40,35 +42,46 @@ pub(super) fn c_compiler() -> Result<cc::Tool, MeasureError> {
         .map_err(|e| MeasureError::Harness(format!("no C compiler: {e}")))
 }
 
-/// Compiles each file to an object with the shipping flags, two at a time.
+/// Compiles each file to an object with the shipping flags, each within
+/// `limit`, on as many workers as the process may use cores: each worker takes
+/// the next file when it is done, so a slow file does not hold up the rest.
 pub(super) fn compile_objects(
     compiler: &cc::Tool,
     files: &[PathBuf],
+    limit: Duration,
 ) -> Vec<Result<PathBuf, MeasureError>> {
-    let mut out = Vec::new();
-    for pair in files.chunks(2) {
-        let results: Vec<Result<PathBuf, MeasureError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = pair
-                .iter()
-                .map(|f| {
-                    let o = f.with_extension("o");
-                    let mut cmd = compiler.to_command();
-                    cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
-                    s.spawn(move || run_compiler(cmd).map(|_| o))
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len());
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Result<PathBuf, MeasureError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        let o = f.with_extension("o");
+                        let mut cmd = compiler.to_command();
+                        cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
+                        mine.push((i, run_compiler(cmd, limit).map(|_| o)));
+                    }
+                    mine
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("compiler thread"))
-                .collect()
-        });
-        out.extend(results);
-    }
-    out
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("compiler worker"))
+            .collect()
+    });
+    done.sort_by_key(|d| d.0);
+    done.into_iter().map(|d| d.1).collect()
 }
 
-pub(super) fn run_compiler(cmd: Command) -> Result<(), MeasureError> {
-    match run_limited(cmd, COMPILE_TIMEOUT) {
+pub(super) fn run_compiler(cmd: Command, limit: Duration) -> Result<(), MeasureError> {
+    match run_limited(cmd, limit) {
         Ok(_) => Ok(()),
         Err(MeasureError::Timeout(d)) => Err(MeasureError::CompileTimeout(d)),
         Err(MeasureError::Crash(text)) => {

@@ -27,14 +27,18 @@
 //! - [`index`]: index arithmetic of loads and stores at a point of the tile;
 //! - [`sites`]: the resolved load sites, and expressions read through them;
 //! - [`micro_kernel`]: the register tile (accumulate, reduce, store);
-//! - [`nest`]: the loops around the register tile.
+//! - [`nest`]: the loops around the register tile;
+//! - [`shape`]: the same nest as numbers, for the cost model, without lowering it.
 
 mod geometry;
 mod index;
 mod micro_kernel;
 mod nest;
 mod operands;
+mod shape;
 mod sites;
+
+pub(crate) use shape::stage_shape;
 
 use autotune_lang::analysis::{load_sites, single_reduction, Reduction};
 use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};

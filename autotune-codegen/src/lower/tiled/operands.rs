@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use autotune_lang::ir::{Affine, AxisId, Expr, Operator};
+use autotune_lang::ir::{Affine, AxisId, Expr, Operator, TensorRef};
 
 use super::geometry::{row_major_flat, Tiling};
 use crate::loopnest::{IExpr, Scratch, Stmt, VExpr};
@@ -49,9 +49,40 @@ pub(super) struct Operands<'a> {
 }
 
 impl Operands<'_> {
-    /// Decides where the load `site` reads from (packed in the tile order of
-    /// `order` if `pack`), adding the copy it needs to `out` and its buffer to
-    /// `scratch`; `tag` names the copy.
+    /// Where the load `site` reads from (packed in the tile order of `order`
+    /// if `pack`): the decision alone, which the cost model's features read too.
+    pub fn source(&self, site: &Expr, pack: bool, order: &[usize]) -> Source {
+        let Expr::Load { tensor, index, pad } = site else {
+            unreachable!("load sites are loads")
+        };
+        let dims = self.dims(*tensor);
+        if pack {
+            return Source::Packed {
+                layout: self.pack_layout(index, order),
+            };
+        }
+        let ranges = self.index_ranges(index);
+        let inside = ranges
+            .iter()
+            .zip(&dims)
+            .all(|((lo, hi), d)| *lo >= 0 && hi < d);
+        if pad.is_none() && inside {
+            return Source::Direct { dims };
+        }
+        // A copy covering both the tensor and the index ranges.
+        Source::Copy {
+            lo: ranges.iter().map(|r| r.0.min(0)).collect(),
+            dims: ranges
+                .iter()
+                .zip(&dims)
+                .map(|((l, h), d)| (*h).max(d - 1) - (*l).min(0) + 1)
+                .collect(),
+        }
+    }
+
+    /// Decides where the load `site` reads from ([`Operands::source`]), adding
+    /// the copy it needs to `out` and its buffer to `scratch`; `tag` names the
+    /// copy.
     pub fn resolve(
         &self,
         site: &Expr,
@@ -61,30 +92,25 @@ impl Operands<'_> {
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
     ) -> Access {
-        let Expr::Load { tensor, index, pad } = site else {
+        let Expr::Load { tensor, .. } = site else {
             unreachable!("load sites are loads")
         };
-        let dims: Vec<i64> = self
-            .op
-            .tensor_dims(*tensor)
+        match self.source(site, pack, order) {
+            source @ Source::Direct { .. } => Access {
+                buf: buffer_name(self.op, *tensor),
+                source,
+            },
+            Source::Copy { lo, dims } => self.pad_copy(site, lo, dims, tag, scratch, out),
+            Source::Packed { layout } => self.pack(site, layout, tag, scratch, out),
+        }
+    }
+
+    fn dims(&self, t: TensorRef) -> Vec<i64> {
+        self.op
+            .tensor_dims(t)
             .iter()
             .map(|d| d.value(self.shapes))
-            .collect();
-        if pack {
-            return self.pack(site, &dims, order, tag, scratch, out);
-        }
-        let ranges = self.index_ranges(index);
-        let inside = ranges
-            .iter()
-            .zip(&dims)
-            .all(|((lo, hi), d)| *lo >= 0 && hi < d);
-        if pad.is_none() && inside {
-            return Access {
-                buf: buffer_name(self.op, *tensor),
-                source: Source::Direct { dims },
-            };
-        }
-        self.pad_copy(site, &dims, &ranges, tag, scratch, out)
+            .collect()
     }
 
     /// Per dimension of a load, the range of its index over every computed
@@ -103,14 +129,14 @@ impl Operands<'_> {
             .collect()
     }
 
-    /// Copies the operand into a buffer covering both the tensor (of `dims`)
-    /// and the load's index `ranges`, with the load's pad (or zero) outside the
+    /// Copies the operand into a buffer whose dimension `d` covers indices
+    /// `lo[d]..lo[d] + cdims[d]`, with the load's pad (or zero) outside the
     /// tensor.
     fn pad_copy(
         &self,
         site: &Expr,
-        dims: &[i64],
-        ranges: &[(i64, i64)],
+        lo: Vec<i64>,
+        cdims: Vec<i64>,
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
@@ -118,12 +144,7 @@ impl Operands<'_> {
         let Expr::Load { tensor, pad, .. } = site else {
             unreachable!("load sites are loads")
         };
-        let lo: Vec<i64> = ranges.iter().map(|r| r.0.min(0)).collect();
-        let cdims: Vec<i64> = ranges
-            .iter()
-            .zip(dims)
-            .map(|((l, h), d)| (*h).max(d - 1) - (*l).min(0) + 1)
-            .collect();
+        let dims = self.dims(*tensor);
         let buf = format!("cp__{tag}");
         scratch.push(Scratch {
             name: buf.clone(),
@@ -136,7 +157,7 @@ impl Operands<'_> {
             .map(|(v, l)| IExpr::var(v).plus(IExpr::Const(*l)))
             .collect();
         let src = buffer_name(self.op, *tensor);
-        let value = guarded_load(&src, &src_idx, dims, pad.unwrap_or(0.0));
+        let value = guarded_load(&src, &src_idx, &dims, pad.unwrap_or(0.0));
         let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
         let body = vec![Stmt::store(&buf, row_major_flat(&dst, &cdims), value)];
         let what = format!(
@@ -155,8 +176,7 @@ impl Operands<'_> {
     fn pack(
         &self,
         site: &Expr,
-        dims: &[i64],
-        order: &[usize],
+        layout: Vec<(AxisId, Level, i64)>,
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
@@ -164,7 +184,7 @@ impl Operands<'_> {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
-        let layout = self.pack_layout(index, order);
+        let dims = self.dims(*tensor);
         let buf = format!("pk__{tag}");
         let pdims: Vec<i64> = layout.iter().map(|l| l.2).collect();
         scratch.push(Scratch {
@@ -199,7 +219,7 @@ impl Operands<'_> {
         let load = guarded_load(
             &buffer_name(self.op, *tensor),
             &src_idx,
-            dims,
+            &dims,
             pad.unwrap_or(0.0),
         );
         let inner = match pad {
