@@ -56,7 +56,7 @@ impl Default for SearchOptions {
         SearchOptions {
             features: FeatureSet::Itervar,
             chains: 64,
-            steps: 40,
+            steps: 200,
             epsilon: 0.05,
             diversity: true,
             pool: 3,
