@@ -36,7 +36,8 @@ use autotune_lang::ir::{DType, Operator, TensorRef};
 use autotune_lang::mangle::Variant;
 
 use autotune_codegen::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr};
-use autotune_codegen::lower::shape::{nest_shape, LoopRun, NestShape, OperandShape, Storage};
+use autotune_codegen::lower::nest_shape;
+use autotune_codegen::lower::shape::{LoopRun, NestShape, OperandShape, Storage};
 use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
 
 /// Loops of the main statement described, innermost first.

@@ -1,4 +1,5 @@
-//! IR → loop nest. Each stage is lowered with its schedule: the default one
+//! IR → loop nest (and, for the cost model, [`nest_shape`]: the same nest as
+//! numbers, without lowering it). Each stage is lowered with its schedule: the default one
 //! (`naive`: a nest over the spatial axes in declaration order, each reduction
 //! accumulating in a scalar local, the value stored once), a tiled one from the
 //! schedule space (`tiled`), or not at all when it is fused into its producer's
@@ -16,6 +17,7 @@ use crate::loopnest::{IExpr, Kernel, Param, ParamKind, Scratch, Stmt};
 use crate::space::StageSchedule;
 use naive::Lowerer;
 pub use names::{buffer_name, c_ident};
+use shape::{flops, naive_shape, points, NestShape};
 
 /// Lowers one variant of `op`: with `schedule` (one entry per stage; used only
 /// for a specialisation) or the default schedule. `runtime` prefixes the
@@ -122,4 +124,47 @@ pub fn lower(
         scratch,
         body,
     }
+}
+
+/// The shape of the nest `op` lowers to at `shapes` with `schedule`.
+pub fn nest_shape(op: &Operator, shapes: &[i64], schedule: &[StageSchedule]) -> NestShape {
+    let fused_consumer = |s: usize| schedule.iter().position(|x| *x == StageSchedule::Fused(s));
+    let work = |s: usize| flops(&op.stages[s].body).max(1.0) * points(&op.stages[s], shapes);
+    let total_flops: f64 = (0..op.stages.len())
+        .map(|s| flops(&op.stages[s].body) * points(&op.stages[s], shapes))
+        .sum();
+    let main = (0..op.stages.len())
+        .filter(|s| !matches!(schedule.get(*s), Some(StageSchedule::Fused(_))))
+        .max_by(|a, b| work(*a).total_cmp(&work(*b)).then(b.cmp(a)))
+        .unwrap_or(0);
+    // Buffers of the stages that are not the output or computed in a store.
+    let stage_scratch: f64 = (0..op.stages.len().saturating_sub(1))
+        .filter(|s| fused_consumer(*s).is_none())
+        .map(|s| {
+            op.stages[s]
+                .dims
+                .iter()
+                .map(|d| d.value(shapes) as f64)
+                .product::<f64>()
+        })
+        .sum();
+    let mut shape = match schedule.get(main) {
+        Some(StageSchedule::Tiled(plan)) => {
+            tiled::stage_shape(op, shapes, main, plan, fused_consumer(main))
+        }
+        _ => naive_shape(op, shapes, main),
+    };
+    // The copies of every other tiled stage.
+    let other_copies: f64 = (0..op.stages.len())
+        .filter(|s| *s != main)
+        .filter_map(|s| match &schedule[s] {
+            StageSchedule::Tiled(plan) => {
+                Some(tiled::stage_shape(op, shapes, s, plan, fused_consumer(s)).scratch_elems)
+            }
+            _ => None,
+        })
+        .sum();
+    shape.total_flops = total_flops;
+    shape.scratch_elems += stage_scratch + other_copies;
+    shape
 }

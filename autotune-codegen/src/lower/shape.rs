@@ -5,14 +5,13 @@
 //! reads its features from this for every config it scores, where lowering
 //! the config costs a thousand times more (unrolled register tiles).
 //!
-//! It is derived from the same geometry and operand decisions as the tiled
-//! lowering ([`super::tiled`]); the main stage is the one doing the most
-//! arithmetic.
+//! [`super::nest_shape`] picks the main stage (the one doing the most
+//! arithmetic); the tiled lowering describes its own stages from the same
+//! geometry and operand decisions it lowers with. This module holds the
+//! vocabulary and the default nest's shape, and imports neither.
 
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, Stage, TensorRef};
-
-use crate::space::StageSchedule;
 
 /// How a loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,55 +100,12 @@ pub(crate) fn flops(e: &Expr) -> f64 {
 }
 
 /// Points of a stage's iteration space (spatial and reduction axes).
-fn points(stage: &Stage, shapes: &[i64]) -> f64 {
+pub(crate) fn points(stage: &Stage, shapes: &[i64]) -> f64 {
     stage
         .axes
         .iter()
         .map(|a| a.extent.value(shapes) as f64)
         .product()
-}
-
-/// The shape of the nest `op` lowers to at `shapes` with `schedule`.
-pub fn nest_shape(op: &Operator, shapes: &[i64], schedule: &[StageSchedule]) -> NestShape {
-    let fused_consumer = |s: usize| schedule.iter().position(|x| *x == StageSchedule::Fused(s));
-    let work = |s: usize| flops(&op.stages[s].body).max(1.0) * points(&op.stages[s], shapes);
-    let total_flops: f64 = (0..op.stages.len())
-        .map(|s| flops(&op.stages[s].body) * points(&op.stages[s], shapes))
-        .sum();
-    let main = (0..op.stages.len())
-        .filter(|s| !matches!(schedule.get(*s), Some(StageSchedule::Fused(_))))
-        .max_by(|a, b| work(*a).total_cmp(&work(*b)).then(b.cmp(a)))
-        .unwrap_or(0);
-    // Buffers of the stages that are not the output or computed in a store.
-    let stage_scratch: f64 = (0..op.stages.len().saturating_sub(1))
-        .filter(|s| fused_consumer(*s).is_none())
-        .map(|s| {
-            op.stages[s]
-                .dims
-                .iter()
-                .map(|d| d.value(shapes) as f64)
-                .product::<f64>()
-        })
-        .sum();
-    let mut shape = match schedule.get(main) {
-        Some(StageSchedule::Tiled(plan)) => {
-            super::tiled::stage_shape(op, shapes, main, plan, fused_consumer(main))
-        }
-        _ => naive_shape(op, shapes, main),
-    };
-    // The copies of every other tiled stage.
-    let other_copies: f64 = (0..op.stages.len())
-        .filter(|s| *s != main)
-        .filter_map(|s| match &schedule[s] {
-            StageSchedule::Tiled(plan) => Some(
-                super::tiled::stage_shape(op, shapes, s, plan, fused_consumer(s)).scratch_elems,
-            ),
-            _ => None,
-        })
-        .sum();
-    shape.total_flops = total_flops;
-    shape.scratch_elems += stage_scratch + other_copies;
-    shape
 }
 
 /// The default nest of stage `s`: spatial axes in declaration order, then the
