@@ -11,6 +11,11 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 LIBS=(autotune-lang autotune-macros autotune-codegen autotune-tune autotune-build autotune)
 
 echo "== cargo package: ${LIBS[*]}"
+# Cargo verifies each package against the others through a local registry,
+# and takes a registry crate of a version it has unpacked or built before as
+# unchanged: an earlier run's copy (same version, older source) would be used
+# instead of this one. Drop both.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/autotune*-0.1.0 "$TARGET"/debug/.fingerprint/autotune*
 cargo package --locked --allow-dirty $(printf -- '-p %s ' "${LIBS[@]}")
 PKG=$TARGET/package
 

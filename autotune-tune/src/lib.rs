@@ -10,6 +10,7 @@
 //! - [`tuner`]: the [`Tuner`] interface and the black-box tuners;
 //! - [`features`], [`model`], [`search`]: the loop nest's features, the cost
 //!   model (XGBoost behind the `xgboost` feature) and the model-guided search;
+//!   [`trees`] evaluates a saved XGBoost model without XGBoost;
 //! - [`history`]: past trials of other workloads, for transfer learning;
 //! - [`spec`]: which tuner to run ([`TunerSpec`]);
 //! - [`session`]: the tuning loop and [`TuningSession`], the one way both
@@ -26,6 +27,7 @@ pub mod record;
 pub mod search;
 pub mod session;
 pub mod spec;
+pub mod trees;
 pub mod tuner;
 
 pub use measure::HOST_TRIPLE;

@@ -85,6 +85,12 @@ pub enum ModelError {
     Xgboost(String),
     #[error("autotune-tune was built without its `xgboost` feature, so it has no cost model")]
     Unavailable,
+    #[error("rows of {cols} features for a model of {expected}")]
+    Width { cols: usize, expected: usize },
+    #[error("the saved model cannot be read: {0}")]
+    Format(String),
+    #[error("a trained model that is read as it is cannot be refitted")]
+    ReadOnly,
 }
 
 /// A model of relative throughput.
@@ -117,6 +123,12 @@ pub fn recall_at(truth: &[f32], score: &[f32], k: usize) -> f64 {
     want.iter().filter(|i| got.contains(i)).count() as f64 / k as f64
 }
 
+/// `xgboost-rs`'s `DMatrix::from_dense` takes every 0.0 for a missing value,
+/// so features reach XGBoost shifted by this constant (trees split on
+/// thresholds, so a shift loses nothing, and a real zero stays a value); a
+/// saved model's thresholds are in shifted units.
+pub(crate) const SHIFT: f32 = 256.0;
+
 /// Whether this build has a cost model (the `xgboost` feature).
 pub const AVAILABLE: bool = cfg!(feature = "xgboost");
 
@@ -142,12 +154,7 @@ mod xgb {
 
     use xgboost_rs::{Booster, DMatrix};
 
-    use super::{recall_at, CostModel, Matrix, ModelError, Objective, TrainingSet};
-
-    /// `DMatrix::from_dense` takes every 0.0 for a missing value. Features are
-    /// shifted by this constant: trees split on thresholds, so a shift loses
-    /// nothing, and a real zero stays a value.
-    const SHIFT: f32 = 256.0;
+    use super::{recall_at, CostModel, Matrix, ModelError, Objective, TrainingSet, SHIFT};
 
     /// Gradient-boosted trees (XGBoost 1.6 through `xgboost-rs`), refitted from
     /// scratch on every call to `fit`. Rounds go on while top-k recall on the
