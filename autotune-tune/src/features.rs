@@ -40,6 +40,11 @@ use autotune_codegen::lower::nest_shape;
 use autotune_codegen::lower::shape::{LoopRun, NestShape, OperandShape, Storage};
 use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
 
+/// Version of what the features mean: bump it with any change to a feature's
+/// definition or position, so that a pre-trained model of another version is
+/// reported instead of applied ([`crate::pretrained`]).
+pub const FEATURES_VERSION: u32 = 1;
+
 /// Loops of the main statement described, innermost first.
 pub const LOOP_SLOTS: usize = 10;
 /// Buffers described: up to three read by the main statement, then the output.

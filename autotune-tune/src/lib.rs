@@ -10,7 +10,8 @@
 //! - [`tuner`]: the [`Tuner`] interface and the black-box tuners;
 //! - [`features`], [`model`], [`search`]: the loop nest's features, the cost
 //!   model (XGBoost behind the `xgboost` feature) and the model-guided search;
-//!   [`trees`] evaluates a saved XGBoost model without XGBoost;
+//!   [`trees`] evaluates a saved XGBoost model without XGBoost, and
+//!   [`pretrained`] is such a model as a versioned file;
 //! - [`history`]: past trials of other workloads, for transfer learning;
 //! - [`spec`]: which tuner to run ([`TunerSpec`]);
 //! - [`session`]: the tuning loop and [`TuningSession`], the one way both
@@ -23,6 +24,7 @@ pub mod features;
 pub mod history;
 pub mod measure;
 pub mod model;
+pub mod pretrained;
 pub mod record;
 pub mod search;
 pub mod session;

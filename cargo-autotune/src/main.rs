@@ -43,6 +43,20 @@ fn shipped_threads() -> usize {
     autotune_build::settings::shipped_threads(std::env::var("AUTOTUNE_NUM_THREADS").ok().as_deref())
 }
 
+/// This machine's CPU model name (`unknown` where /proc/cpuinfo does not say).
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|x| x.1.trim().to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 /// The per-user store of record logs, as the build finds it.
 fn user_store() -> Option<PathBuf> {
     autotune_tune::history::user_store(
@@ -212,6 +226,26 @@ enum Command {
         samples: usize,
         #[arg(long, default_value = "target/autotune/sweep")]
         dir: PathBuf,
+    },
+    /// Train a cost model on record logs (every workload of the operator
+    /// files found there, this target's trials) and write it as a
+    /// pre-trained model file.
+    Train {
+        /// Source files holding the operators the records are of.
+        #[arg(long = "file", required = true)]
+        files: Vec<PathBuf>,
+        /// Record logs, or directories of them.
+        #[arg(long = "log", required = true)]
+        logs: Vec<PathBuf>,
+        /// Whose trials to learn from (default: this machine's, as tuned here).
+        #[arg(long)]
+        target: Option<Target>,
+        /// The CPU the records were measured on, as the file records it
+        /// (default: this machine's model name).
+        #[arg(long)]
+        cpu: Option<String>,
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -615,6 +649,49 @@ fn main() -> Result<()> {
                     );
                 }
             }
+        }
+        Command::Train {
+            files,
+            logs,
+            target,
+            cpu,
+            out,
+        } => {
+            let mut ops = Vec::new();
+            for f in &files {
+                ops.extend(load(&OpArgs {
+                    file: f.clone(),
+                    op: None,
+                    spec: 0,
+                })?);
+            }
+            let target = match target {
+                Some(t) => t,
+                None => host_target()?,
+            };
+            let (history, problems) = autotune_tune::history::History::load(
+                &logs,
+                &ops,
+                &target,
+                None,
+                autotune_tune::features::FeatureSet::Curve,
+                autotune_tune::features::FeatureSource::Plan,
+            );
+            for p in problems {
+                eprintln!("warning: skipped: {p}");
+            }
+            if history.is_empty() {
+                bail!("no trials of {target} for these operators in the logs");
+            }
+            let cpu = cpu.unwrap_or_else(cpu_name);
+            let model = autotune_tune::pretrained::Pretrained::train(&history, &target, &cpu)?;
+            model.save(&out)?;
+            println!(
+                "{}: {} workloads, {} trials of {target} ({cpu})",
+                out.display(),
+                history.workloads.len(),
+                history.trials()
+            );
         }
         Command::Sweep {
             target,

@@ -1,0 +1,174 @@
+//! A cost model trained ahead of time on many workloads' records, as a file
+//! that can ship: the trees (XGBoost's JSON model, scored in Rust by
+//! [`crate::trees`], so using it needs no XGBoost), the versions of what its
+//! features mean, and what it was trained on. A file of other versions is
+//! reported, never applied: its features would mean something else.
+
+use std::path::{Path, PathBuf};
+
+use autotune_codegen::{Target, GENERATOR_VERSION};
+use serde::{Deserialize, Serialize};
+
+use crate::features::{FeatureSet, FEATURES_VERSION};
+use crate::history::History;
+use crate::model::{self, ModelError, Objective};
+use crate::trees::Forest;
+
+/// Version of the file's layout.
+pub const FORMAT: u32 = 1;
+
+/// What a pre-trained model was trained on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainedOn {
+    /// The CPU the records were measured on.
+    pub cpu: String,
+    /// The workloads (readable keys) and their trials, in all.
+    pub workloads: Vec<String>,
+    pub trials: usize,
+    /// Unix time of the training, in seconds.
+    pub date: u64,
+}
+
+/// A pre-trained cost model and what it needs to be applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pretrained {
+    pub format: u32,
+    /// The feature set its rows are (by name).
+    pub features: String,
+    pub features_version: u32,
+    /// The generator version its trials were lowered by.
+    pub generator: u32,
+    /// Architecture and ISA level the trials ran with.
+    pub target: Target,
+    pub trained_on: TrainedOn,
+    /// XGBoost's JSON model.
+    pub model: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PretrainedError {
+    #[error("cannot read the pre-trained model {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the pre-trained model {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not a pre-trained model", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: made for {what} {found}, this build has {want}; retrain it with `cargo autotune train`",
+        path.display()
+    )]
+    Stale {
+        path: PathBuf,
+        what: &'static str,
+        found: String,
+        want: String,
+    },
+    #[error("{}: its trees cannot be read", path.display())]
+    Model {
+        path: PathBuf,
+        #[source]
+        source: ModelError,
+    },
+}
+
+impl Pretrained {
+    /// Fits a ranking model on every workload of `history` (one group each,
+    /// throughput relative to the workload's best) for `target`; `cpu` names
+    /// the machine the records came from. Needs the `xgboost` feature.
+    pub fn train(history: &History, target: &Target, cpu: &str) -> Result<Pretrained, ModelError> {
+        let set = history.set.ok_or(ModelError::Empty)?;
+        let data = history.training_set();
+        let mut m = model::default_model(Objective::Rank, 1)?;
+        m.fit(&data)?;
+        let model = String::from_utf8(m.save()?)
+            .map_err(|e| ModelError::Format(format!("XGBoost saved non-UTF-8 JSON: {e}")))?;
+        Ok(Pretrained {
+            format: FORMAT,
+            features: set.name().to_string(),
+            features_version: FEATURES_VERSION,
+            generator: GENERATOR_VERSION,
+            target: target.clone(),
+            trained_on: TrainedOn {
+                cpu: cpu.to_string(),
+                workloads: history.workloads.iter().map(|p| p.workload.key()).collect(),
+                trials: history.trials(),
+                date: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            },
+            model,
+        })
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), PretrainedError> {
+        let text = serde_json::to_string_pretty(self).expect("a model serialises");
+        std::fs::write(path, text + "\n").map_err(|source| PretrainedError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Reads a model file, checking that this build's features and generator
+    /// are the ones it was trained with, and that its trees read.
+    pub fn load(path: &Path) -> Result<(Pretrained, Forest), PretrainedError> {
+        let bytes = std::fs::read(path).map_err(|source| PretrainedError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let p: Pretrained =
+            serde_json::from_slice(&bytes).map_err(|source| PretrainedError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let stale = |what, found: String, want: String| PretrainedError::Stale {
+            path: path.to_path_buf(),
+            what,
+            found,
+            want,
+        };
+        if p.format != FORMAT {
+            return Err(stale(
+                "file format",
+                p.format.to_string(),
+                FORMAT.to_string(),
+            ));
+        }
+        if p.features.parse::<FeatureSet>().is_err() || p.features_version != FEATURES_VERSION {
+            return Err(stale(
+                "features",
+                format!("{} v{}", p.features, p.features_version),
+                format!("v{FEATURES_VERSION}"),
+            ));
+        }
+        if p.generator != GENERATOR_VERSION {
+            return Err(stale(
+                "generator",
+                p.generator.to_string(),
+                GENERATOR_VERSION.to_string(),
+            ));
+        }
+        let forest =
+            Forest::from_json(p.model.as_bytes()).map_err(|source| PretrainedError::Model {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Ok((p, forest))
+    }
+
+    /// The feature set its rows are.
+    pub fn feature_set(&self) -> Option<FeatureSet> {
+        self.features.parse().ok()
+    }
+}

@@ -1,0 +1,170 @@
+//! Pre-trained model files: written and read back whole, and a file made for
+//! other features, another generator or another layout is an error naming the
+//! file and the versions, never applied.
+
+use autotune_codegen::GENERATOR_VERSION;
+use autotune_tune::features::FEATURES_VERSION;
+use autotune_tune::model::{CostModel, Matrix};
+use autotune_tune::pretrained::{Pretrained, PretrainedError, TrainedOn};
+
+mod common;
+
+/// One stump: feature 0 (shifted by 256) below 1 scores 1, else -1.
+const TREES: &str = r#"{"learner": {
+  "learner_model_param": {"base_score": "0", "num_feature": "1"},
+  "gradient_booster": {"name": "gbtree", "model": {"trees": [
+    {"left_children": [1, -1, -1], "right_children": [2, -1, -1], "split_indices": [0, 0, 0],
+     "split_conditions": [257.0, 1.0, -1.0], "default_left": [0, 0, 0]}]}}}}"#;
+
+fn model() -> Pretrained {
+    Pretrained {
+        format: autotune_tune::pretrained::FORMAT,
+        features: "curve".into(),
+        features_version: FEATURES_VERSION,
+        generator: GENERATOR_VERSION,
+        target: common::target(),
+        trained_on: TrainedOn {
+            cpu: "test CPU".into(),
+            workloads: vec!["gemm[M8 K8 N8]".into()],
+            trials: 3,
+            date: 0,
+        },
+        model: TREES.into(),
+    }
+}
+
+#[test]
+fn a_model_file_reads_back_whole_and_scores() {
+    let dir = common::scratch("pretrained-roundtrip");
+    let path = dir.join("model.json");
+    model().save(&path).unwrap();
+    let (back, forest) = Pretrained::load(&path).unwrap();
+    assert_eq!(back, model());
+    let mut x = Matrix::new(1);
+    x.push(&[0.0]);
+    x.push(&[3.0]);
+    assert_eq!(forest.predict(&x, None).unwrap(), vec![1.0, -1.0]);
+}
+
+#[test]
+fn a_stale_or_broken_model_file_is_reported() {
+    let dir = common::scratch("pretrained-stale");
+    let path = dir.join("model.json");
+    let stale = [
+        (
+            Pretrained {
+                features_version: FEATURES_VERSION + 1,
+                ..model()
+            },
+            "features",
+        ),
+        (
+            Pretrained {
+                generator: GENERATOR_VERSION + 1,
+                ..model()
+            },
+            "generator",
+        ),
+        (
+            Pretrained {
+                format: 99,
+                ..model()
+            },
+            "file format",
+        ),
+    ];
+    for (m, what) in stale {
+        m.save(&path).unwrap();
+        match Pretrained::load(&path) {
+            Err(e @ PretrainedError::Stale { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains(what) && msg.contains("model.json"), "{msg}");
+                assert!(msg.contains("cargo autotune train"), "{msg}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    std::fs::write(&path, "{ not a model").unwrap();
+    assert!(matches!(
+        Pretrained::load(&path),
+        Err(PretrainedError::Parse { .. })
+    ));
+    Pretrained {
+        model: "{}".into(),
+        ..model()
+    }
+    .save(&path)
+    .unwrap();
+    assert!(matches!(
+        Pretrained::load(&path),
+        Err(PretrainedError::Model { .. })
+    ));
+    assert!(matches!(
+        Pretrained::load(&dir.join("missing.json")),
+        Err(PretrainedError::Read { .. })
+    ));
+}
+
+/// Trained on a history, saved and read back, the model ranks what it learned.
+#[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "training needs the xgboost feature"
+)]
+fn a_model_trained_on_a_history_ranks_its_trials() {
+    #[cfg(feature = "xgboost")]
+    {
+        use autotune_codegen::Space;
+        use autotune_tune::features::{FeatureSet, Featurizer};
+        use autotune_tune::history::{History, Past};
+        use rand::{Rng, SeedableRng};
+        let mut workloads = Vec::new();
+        for (m, n, k) in [(32, 32, 32), (48, 16, 64)] {
+            let w = common::gemm(m, n, k);
+            let space = Space::new(&w.op, w.shapes());
+            let f = Featurizer::new(&w, FeatureSet::Curve);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(m as u64);
+            let mut trials = Vec::new();
+            while trials.len() < 60 {
+                let c = space.config_at(rng.gen_range(0..space.size()));
+                if space.sensible(&c) {
+                    let x = f.features(&c).unwrap();
+                    // A throughput the features determine: the model can learn it.
+                    let g = 1.0 + (x[3] as f64 - 4.0).abs().recip().min(8.0) + x[20] as f64;
+                    trials.push((c, Some(g), x));
+                }
+            }
+            workloads.push(Past {
+                id: w.id(),
+                workload: w,
+                trials,
+            });
+        }
+        let history = History {
+            workloads,
+            set: Some(FeatureSet::Curve),
+        };
+        let trained = Pretrained::train(&history, &common::target(), "test CPU").unwrap();
+        assert_eq!(trained.trained_on.trials, 120);
+        let dir = common::scratch("pretrained-train");
+        trained.save(&dir.join("m.json")).unwrap();
+        let (_, forest) = Pretrained::load(&dir.join("m.json")).unwrap();
+        let p = &history.workloads[0];
+        let mut x = Matrix::new(p.trials[0].2.len());
+        for t in &p.trials {
+            x.push(&t.2);
+        }
+        let score = forest.predict(&x, None).unwrap();
+        let (mut right, mut pairs) = (0.0, 0.0);
+        for i in 0..p.trials.len() {
+            for j in i + 1..p.trials.len() {
+                let d = p.trials[i].1.unwrap() - p.trials[j].1.unwrap();
+                if d != 0.0 {
+                    pairs += 1.0;
+                    right += (d * (score[i] - score[j]) as f64 > 0.0) as u8 as f64;
+                }
+            }
+        }
+        assert!(right / pairs > 0.8, "pairwise accuracy {}", right / pairs);
+    }
+}
