@@ -3,7 +3,8 @@
 //! Every other part of the tiled lowering speaks this vocabulary, so it lives
 //! on its own: the parts can share it without depending on one another.
 
-use autotune_lang::ir::{AxisId, Stage};
+use autotune_lang::analysis::{single_reduction, Reduction};
+use autotune_lang::ir::{AxisId, Expr, Stage};
 
 use crate::loopnest::IExpr;
 use crate::space::StagePlan;
@@ -78,6 +79,16 @@ impl Tiling {
         })
     }
 
+    /// The spatial loop order of `plan` (declaration order if it names
+    /// another number of axes).
+    pub fn order(&self, plan: &StagePlan) -> Vec<usize> {
+        if plan.order.len() == self.n {
+            plan.order.clone()
+        } else {
+            (0..self.n).collect()
+        }
+    }
+
     pub fn block_size(&self, a: usize) -> i64 {
         self.tile[a] * self.block[a]
     }
@@ -124,6 +135,18 @@ impl Tiling {
 
     pub fn lanes(&self) -> usize {
         self.vector.map_or(1, |v| v.1)
+    }
+}
+
+/// The one reduction of a tiled stage, if it has one, and its axes.
+pub(super) fn reduction(stage: &Stage) -> (Option<&Expr>, Vec<AxisId>) {
+    match single_reduction(&stage.body) {
+        Reduction::One(r @ Expr::Reduce { axes, .. }) => (Some(r), axes.clone()),
+        Reduction::One(r) => (Some(r), Vec::new()),
+        Reduction::None => (None, Vec::new()),
+        Reduction::Several => {
+            unreachable!("stages with several reductions keep the default schedule")
+        }
     }
 }
 

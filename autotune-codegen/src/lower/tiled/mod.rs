@@ -40,8 +40,8 @@ mod sites;
 
 pub(crate) use shape::stage_shape;
 
-use autotune_lang::analysis::{load_sites, single_reduction, Reduction};
-use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};
+use autotune_lang::analysis::load_sites;
+use autotune_lang::ir::{Expr, Operator, TensorRef};
 
 use super::naive::Lowerer;
 use super::names::buffer_name;
@@ -64,17 +64,7 @@ pub(crate) fn lower_stage(
     scratch: &mut Vec<Scratch>,
 ) -> Vec<Stmt> {
     let stage = &op.stages[s];
-    let reduction = match single_reduction(&stage.body) {
-        Reduction::One(r) => Some(r),
-        Reduction::None => None,
-        Reduction::Several => {
-            unreachable!("stages with several reductions keep the default schedule")
-        }
-    };
-    let red_axes: Vec<AxisId> = match reduction {
-        Some(Expr::Reduce { axes, .. }) => axes.clone(),
-        _ => Vec::new(),
-    };
+    let (reduction, red_axes) = geometry::reduction(stage);
     let Some(t) = Tiling::new(stage, shapes, plan, &red_axes) else {
         // Empty iteration spaces keep the default lowering (a reduction over
         // nothing must still store its identity, which the tiled nest would skip).
@@ -109,11 +99,7 @@ pub(crate) fn lower_stage(
             sites.push(site, access);
         }
     }
-    let order: Vec<usize> = if plan.order.len() == t.n {
-        plan.order.clone()
-    } else {
-        (0..t.n).collect()
-    };
+    let order = t.order(plan);
     let target = buffer_name(op, TensorRef::Stage(consumer.unwrap_or(s)));
     let micro = MicroKernel::new(
         &sites,

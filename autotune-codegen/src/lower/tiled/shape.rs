@@ -3,10 +3,10 @@
 //! lowering uses: the loops of [`super::nest`] around the register tile of
 //! [`super::micro_kernel`], innermost first.
 
-use autotune_lang::analysis::{load_sites, single_reduction, Reduction};
+use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{AxisId, Expr, Operator};
 
-use super::geometry::{ceil_div, Tiling};
+use super::geometry::{ceil_div, reduction, Tiling};
 use super::operands::{Level, Operands, Source};
 use crate::lower::shape::{
     covers, direct_footprint, flat_coefficients, flops, iterations, naive_shape, output_operand,
@@ -24,22 +24,15 @@ pub(crate) fn stage_shape(
     consumer: Option<usize>,
 ) -> NestShape {
     let stage = &op.stages[s];
-    let reduction = match single_reduction(&stage.body) {
-        Reduction::One(r) => Some(r),
-        _ => None,
-    };
-    let (red_axes, rbody): (Vec<AxisId>, &Expr) = match reduction {
-        Some(Expr::Reduce { axes, body, .. }) => (axes.clone(), body),
-        _ => (Vec::new(), &stage.body),
+    let (reduction, red_axes) = reduction(stage);
+    let rbody = match reduction {
+        Some(Expr::Reduce { body, .. }) => body,
+        _ => &stage.body,
     };
     let Some(t) = Tiling::new(stage, shapes, plan, &red_axes) else {
         return naive_shape(op, shapes, s);
     };
-    let order: Vec<usize> = if plan.order.len() == t.n {
-        plan.order.clone()
-    } else {
-        (0..t.n).collect()
-    };
+    let order = t.order(plan);
     // The unrolled loop runs no iteration when the block is shorter than the
     // unroll (the remainder loop does all the work).
     let u = match t.red.last() {
@@ -87,7 +80,7 @@ pub(crate) fn stage_shape(
                 })
                 .product::<i64>() as f64;
         let pack = plan.pack.get(i).copied().unwrap_or(false);
-        let (storage, strides, footprint) = match operands_of.source(site, pack, &order) {
+        let (storage, strides, footprint) = match operands_of.source(site, pack, &plan.order) {
             Source::Direct { dims } => direct(&loops, &covers, index, &dims, Storage::Direct),
             Source::Copy { dims, .. } => {
                 scratch += dims.iter().product::<i64>() as f64;
