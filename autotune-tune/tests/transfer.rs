@@ -71,14 +71,7 @@ fn history_round_trips_and_filters() {
     let here = common::target();
     let sources = [dir.join("history")];
     // The tuned workload comes back with every trial described.
-    let (h, problems) = History::load(
-        &sources,
-        &ops(&[&past]),
-        &here,
-        None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
-    );
+    let (h, problems) = curve_history(&sources, &ops(&[&past]), &here, None);
     assert!(problems.is_empty());
     assert_eq!(h.workloads.len(), 1);
     let p = &h.workloads[0];
@@ -93,43 +86,15 @@ fn history_round_trips_and_filters() {
     assert!(data.y.iter().all(|y| (0.0..=1.0).contains(y)));
     assert!(data.y.contains(&1.0));
     // The workload being tuned, other targets and unknown operators are left out.
-    let (h, _) = History::load(
-        &sources,
-        &ops(&[&past]),
-        &here,
-        Some(&p.id),
-        FeatureSet::Curve,
-        FeatureSource::Plan,
-    );
+    let (h, _) = curve_history(&sources, &ops(&[&past]), &here, Some(&p.id));
     assert!(h.is_empty());
-    let (h, _) = History::load(
-        &sources,
-        &ops(&[&past]),
-        &other_isa(),
-        None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
-    );
+    let (h, _) = curve_history(&sources, &ops(&[&past]), &other_isa(), None);
     assert!(h.is_empty());
-    let (h, _) = History::load(
-        &sources,
-        &ops(&[&gemv(8, 8)]),
-        &here,
-        None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
-    );
+    let (h, _) = curve_history(&sources, &ops(&[&gemv(8, 8)]), &here, None);
     assert!(h.is_empty());
     // A corrupt log is reported and skipped, never fatal.
     std::fs::write(dir.join("history/bad.jsonl"), "{ not json\n").unwrap();
-    let (h, problems) = History::load(
-        &sources,
-        &ops(&[&past]),
-        &here,
-        None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
-    );
+    let (h, problems) = curve_history(&sources, &ops(&[&past]), &here, None);
     assert_eq!(problems.len(), 1);
     assert!(
         problems[0].to_string().contains("bad.jsonl:1"),
@@ -149,13 +114,11 @@ fn a_transfer_run_completes_and_starts_from_the_history() {
     let past = gemm(16, 32, 24);
     tune_into(&past, &dir, "history/mm.jsonl", 12);
     let w = gemm(24, 32, 16);
-    let (h, _) = History::load(
+    let (h, _) = curve_history(
         &[dir.join("history")],
         &ops(&[&past]),
         &common::target(),
         None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
     );
     let space = Space::new(&w.op, w.shapes());
     let seeds = h.seeds(&w, &space, 2, 8);
@@ -192,24 +155,15 @@ fn transfer_never_breaks_tuning() {
     let t = common::tuner("xgb-rank", 1, &w, Some(&empty));
     assert_eq!(t.name(), "xgb-rank");
     // History of another ISA level only: nothing loads, plain tuner.
-    let (h, _) = History::load(
+    let (h, _) = curve_history(
         &[dir.join("history")],
         &ops(&[&other_op]),
         &other_isa(),
         None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
     );
     assert!(h.is_empty());
     // History of another operator type: transfer on, and the run completes.
-    let (h, _) = History::load(
-        &[dir.join("history")],
-        &ops(&[&other_op, &w]),
-        &here,
-        None,
-        FeatureSet::Curve,
-        FeatureSource::Plan,
-    );
+    let (h, _) = curve_history(&[dir.join("history")], &ops(&[&other_op, &w]), &here, None);
     assert_eq!(h.workloads.len(), 1);
     for name in ["xgb-rank", "xgb-reg"] {
         let mut t = common::tuner(name, 2, &w, Some(&h));
@@ -223,4 +177,21 @@ fn transfer_never_breaks_tuning() {
             s.errors
         );
     }
+}
+
+/// The history at `sources`, described with the curve features transfer uses.
+fn curve_history(
+    sources: &[std::path::PathBuf],
+    ops: &[autotune_lang::Operator],
+    target: &autotune_codegen::Target,
+    exclude: Option<&autotune_codegen::WorkloadId>,
+) -> (History, Vec<autotune_tune::LogError>) {
+    History::load(
+        sources,
+        ops,
+        target,
+        exclude,
+        FeatureSet::Curve,
+        FeatureSource::Plan,
+    )
 }
