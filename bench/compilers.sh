@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# gcc against clang at the shipping flags (issue 15): for the configs an xgb-rank
-# run measured (GEMM 512³ and 1024³, conv C9; from the records in bench/results),
-# the compile time of each candidate file with each compiler, one at a time, and
-# the kernels' GFLOP/s measured with each (`cargo autotune sweep` with CC set).
-# Writes bench/results/compilers-<time>.log. Needs clang (apt-get install clang).
+# Compile time and speed of the same configs under several variants (issue 15):
+# for the configs an xgb-rank run measured (GEMM 512³ and 1024³, conv C2 and C9;
+# from the records in bench/results), the compile time of each candidate file,
+# one at a time, and the kernels' GFLOP/s (`cargo autotune sweep`).
+# A variant is LABEL:CARGO_AUTOTUNE:CC. The default compares gcc against clang at
+# the shipping flags (needs clang: apt-get install clang); to compare two
+# generators, build the other one and pass e.g.
+#   VARIANTS="v1:/var/tmp/cargo-autotune-v1:gcc v2:target/release/cargo-autotune:gcc"
+# Writes bench/results/compilers-<time>.log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/bench/results/compilers-$(date +%Y%m%d-%H%M%S).log"
@@ -12,14 +16,16 @@ WORK=$(mktemp -d /tmp/autotune-compilers.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 tar xJf "$ROOT/bench/results/experiments-20261129-125603/raw.tar.xz" -C "$WORK"
 (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+AT="$ROOT/target/release/cargo-autotune"
+VARIANTS=${VARIANTS:-"gcc:$AT:gcc clang:$AT:clang"}
 FLAGS="-O3 -ffunction-sections -fdata-sections -fPIC -m64 -std=gnu99 -fno-math-errno -ffp-contract=fast -Wno-unused-variable"
 {
     echo "# compilers $(date -Is): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) vCPUs"
-    echo "# $(gcc --version | head -1); $(clang --version | head -1); $N configs each, one compile at a time"
-    printf '%-12s %-8s %12s %12s %14s %14s\n' workload cc compile_s max_compile_s median_gflops best_gflops
+    echo "# variants: $VARIANTS; $N configs each, one compile at a time"
+    for v in $VARIANTS; do cc=${v##*:}; echo "# $cc: $($cc --version | head -1)"; done
+    printf '%-12s %-8s %12s %12s %14s %14s\n' workload variant compile_s max_compile_s median_gflops best_gflops
 } | tee "$OUT"
-for case in "gemm512 gemm 5" "gemm1024 gemm 0" "conv-c9 conv3x3 1"; do
+for case in "gemm512 gemm 5" "gemm1024 gemm 0" "conv-c2 conv3x3 0" "conv-c9 conv3x3 1"; do
     set -- $case
     python3 - "$WORK/$1.xgb-rank.1.jsonl" "$N" >"$WORK/$1.configs" <<'PY'
 import json, sys
@@ -27,19 +33,21 @@ rows = [json.loads(l) for l in open(sys.argv[1])][: int(sys.argv[2])]
 for r in rows:
     print(" ".join(f"{k}={v}" for k, v in r["config"].items()))
 PY
-    for cc in gcc clang; do
-        d="$WORK/$1-$cc"
-        CC=$cc $AT sweep --file "$ROOT/bench/ops.rs" --op "$2" --spec "$3" \
+    for v in $VARIANTS; do
+        label=${v%%:*} rest=${v#*:}
+        at=${rest%:*} cc=${rest##*:}
+        d="$WORK/$1-$label"
+        CC=$cc $at autotune sweep --file "$ROOT/bench/ops.rs" --op "$2" --spec "$3" \
             --configs "$WORK/$1.configs" --dir "$d" >"$d.txt" 2>&1
         times=$(for f in "$d"/cand*.c; do
             /usr/bin/time -f %e $cc $FLAGS -c "$f" -o "$WORK/x.o" 2>&1 | tail -1
         done)
-        python3 - "$1" "$cc" "$d.txt" "$times" <<'PY' | tee -a "$OUT"
+        python3 - "$1" "$label" "$d.txt" "$times" <<'PY' | tee -a "$OUT"
 import re, statistics, sys
-name, cc, sweep, times = sys.argv[1:5]
+name, label, sweep, times = sys.argv[1:5]
 t = [float(x) for x in times.split()]
 g = [float(m.group(1)) for m in re.finditer(r"^\s*([0-9.]+) GFLOP/s", open(sweep).read(), re.M)]
-print("%-12s %-8s %12.2f %12.2f %14.1f %14.1f" % (name, cc, sum(t), max(t),
+print("%-12s %-8s %12.2f %12.2f %14.1f %14.1f" % (name, label, sum(t), max(t),
       statistics.median(g) if g else float("nan"), max(g) if g else float("nan")))
 PY
     done

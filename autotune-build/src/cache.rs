@@ -127,6 +127,15 @@ pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target) -> L
     }
 }
 
+/// Configs a tuning run of `workload_id` starts from: its own cached config
+/// (re-tuning, or stale: the last generator's winner is still a point of the
+/// space), then the winners of the operator's other workloads on `target`.
+pub fn seeds(entries: &[Entry], workload_id: &WorkloadId, target: &Target) -> Vec<Config> {
+    let mut on_target: Vec<&Entry> = entries.iter().filter(|e| e.target == *target).collect();
+    on_target.sort_by_key(|e| e.workload_id != *workload_id);
+    on_target.iter().map(|e| e.config.clone()).collect()
+}
+
 /// Adds or replaces `entry` (same workload and target) in the operator's file.
 pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
     rewrite(dir, op, |entries| {

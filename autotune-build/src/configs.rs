@@ -112,16 +112,10 @@ pub(crate) fn for_operator(
                         settings.budget.seconds
                     ));
                 }
-                // Winners of the operator's other workloads on this target start the search.
-                let seeds: Vec<Config> = entries
-                    .iter()
-                    .filter(|e| e.workload_id != id && e.target == *target)
-                    .map(|e| e.config.clone())
-                    .collect();
                 tune_miss(
                     &w,
                     all_ops,
-                    &seeds,
+                    &cache::seeds(&entries, &id, target),
                     cache_dir,
                     settings,
                     mode == Mode::Retune,

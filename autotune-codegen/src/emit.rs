@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
-use crate::loopnest::{IExpr, Kernel, ParamKind, Stmt, VExpr};
+use crate::loopnest::{IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
 use crate::target::Isa;
 
 /// The header of a generated C file: includes, vector types, runtime functions.
@@ -245,8 +245,14 @@ impl Writer {
                 end,
                 step,
                 body,
-                ..
+                kind,
             } => {
+                if *kind == LoopKind::Lanes {
+                    // Kept a loop: gcc's complete peeling of the lane loops of
+                    // overhanging tiles at -O3 was most of a candidate's
+                    // compile time (minutes for large tiles), for edge code.
+                    self.line(depth, "#pragma GCC unroll 1");
+                }
                 let inc = if *step == 1 {
                     format!("++{var}")
                 } else {

@@ -37,7 +37,7 @@ pub use workload::{Workload, WorkloadId};
 /// Version of the schedule space and the lowering: a config (a cache entry, a
 /// record) of another version may mean other code, so it is never applied as
 /// current. Bump it with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 1;
+pub const GENERATOR_VERSION: u32 = 2;
 
 /// A config that does not belong to its workload's space.
 #[derive(Debug, thiserror::Error)]

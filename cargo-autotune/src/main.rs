@@ -440,12 +440,8 @@ fn main() -> Result<()> {
                         history
                     }
                 }),
-                // The cached winners of the operator's other workloads, as the build.
-                seeds: entries
-                    .iter()
-                    .filter(|e| e.workload_id != id && e.target == host)
-                    .map(|e| e.config.clone())
-                    .collect(),
+                // As the build: the cached config and the operator's other winners.
+                seeds: cache::seeds(&entries, &id, &host),
                 mirror: None,
             };
             let bar = if json {
