@@ -48,6 +48,10 @@ pub enum Error {
         #[source]
         source: autotune_tune::TuneError,
     },
+    /// The model file `AUTOTUNE_MODEL` names cannot be applied.
+    #[cfg(feature = "tune")]
+    #[error("AUTOTUNE_MODEL: the pre-trained model cannot be used")]
+    Model(#[source] autotune_tune::pretrained::PretrainedError),
     #[cfg(feature = "tune")]
     #[error("tuning {workload} failed: no config ran correctly ({errors})")]
     NothingRan { workload: String, errors: String },

@@ -57,6 +57,11 @@ pub const ENV: &[EnvVar] = &[
         doc: "`off` tunes without the tuning history",
     },
     EnvVar {
+        name: "AUTOTUNE_MODEL",
+        doc: "the pre-trained cost model tuning ranks with: a model file (`cargo autotune \
+              train`), or `off` for none (default: the one shipped for the target)",
+    },
+    EnvVar {
         name: "AUTOTUNE_HISTORY",
         doc: "the per-user store of record logs (empty: none)",
     },
@@ -95,6 +100,17 @@ impl Default for Budget {
     }
 }
 
+/// Which pre-trained cost model build-time tuning ranks with (`AUTOTUNE_MODEL`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// The one shipped with autotune for the target, if any.
+    Shipped,
+    /// None: the model-guided search from scratch (or the black-box tuner).
+    Off,
+    /// A model file (`cargo autotune train`).
+    File(PathBuf),
+}
+
 /// What a build script was given.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -111,6 +127,7 @@ pub struct Settings {
     pub jobs: usize,
     pub mode: Option<Mode>,
     pub budget: Budget,
+    pub model: ModelChoice,
     pub transfer: bool,
     /// The per-user store of record logs.
     pub user_store: Option<PathBuf>,
@@ -197,6 +214,12 @@ impl Settings {
                 })
             }
         };
+        let model = match text("AUTOTUNE_MODEL")?.as_deref() {
+            None | Some("") => ModelChoice::Shipped,
+            Some("off") => ModelChoice::Off,
+            // Relative to the package, where cargo runs build scripts.
+            Some(path) => ModelChoice::File(manifest_dir.join(path)),
+        };
         let user_store = user_store(var("AUTOTUNE_HISTORY"), var("XDG_CACHE_HOME"), var("HOME"));
         let threads = shipped_threads(text("AUTOTUNE_NUM_THREADS")?.as_deref());
         let jobs = text("NUM_JOBS")?
@@ -213,6 +236,7 @@ impl Settings {
             jobs,
             mode,
             budget,
+            model,
             transfer,
             user_store,
             threads,

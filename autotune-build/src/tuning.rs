@@ -1,19 +1,45 @@
 //! Tuning a cache miss in the build (feature `tune`): one [`TuningSession`]
 //! with the build's budget, cargo's jobserver tokens held while timing, the
-//! winner written to the cache when the package is local.
+//! winner written to the cache when the package is local. The search is
+//! few-shot, ranked by the pre-trained model for the target (the shipped one,
+//! or `AUTOTUNE_MODEL`'s), where there is one.
 
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use autotune_codegen::{Config, Workload};
 use autotune_lang::Operator;
 use autotune_tune::measure::compiler_version;
+use autotune_tune::pretrained::{self, Loaded, Pretrained};
 use autotune_tune::{TuneOptions, TunerSpec, TuningSession};
 
 use crate::cache::{self, Entry};
 use crate::error::Error;
 use crate::report::warn;
-use crate::settings::Settings;
+use crate::settings::{ModelChoice, Settings};
+
+/// The pre-trained model of this build, read once: `AUTOTUNE_MODEL`'s file (an
+/// error if it cannot be used), else the shipped one for the target (if it
+/// cannot be used, that is said and tuning goes on without it).
+fn model(settings: &Settings) -> Result<Option<&'static Loaded>, Error> {
+    static MODEL: OnceLock<Option<Loaded>> = OnceLock::new();
+    if let Some(m) = MODEL.get() {
+        return Ok(m.as_ref());
+    }
+    let m = match &settings.model {
+        ModelChoice::Off => None,
+        ModelChoice::File(path) => Some(Pretrained::load(path).map_err(Error::Model)?),
+        ModelChoice::Shipped => match pretrained::shipped(&settings.target).transpose() {
+            Ok(m) => m,
+            Err(e) => {
+                warn(&format!("the shipped pre-trained model is not used: {e}"));
+                None
+            }
+        },
+    };
+    Ok(MODEL.get_or_init(|| m).as_ref())
+}
 
 /// Job tokens of cargo's jobserver held while measuring, so that no other
 /// compile job runs on the cores being timed. Released when dropped.
@@ -68,10 +94,17 @@ pub(crate) fn tune_one(
 ) -> Result<Config, Error> {
     let records = cache_dir.join("records");
     let defaults = TuneOptions::default();
+    let pretrained = model(settings)?;
     let session = TuningSession {
         workload: w,
         operators: all_ops,
-        tuner: TunerSpec::MODEL,
+        tuner: if pretrained.is_some() {
+            TunerSpec::FewShot {
+                refit: autotune_tune::model::AVAILABLE,
+            }
+        } else {
+            TunerSpec::MODEL
+        },
         options: TuneOptions {
             trials: settings.budget.trials,
             count_resumed: !retune,
@@ -98,6 +131,7 @@ pub(crate) fn tune_one(
             .user_store
             .as_ref()
             .map(|d| d.join(format!("{}.jsonl", w.op.name))),
+        pretrained,
     };
     let cores = hold_cores(settings.jobs);
     let report = session.run(&mut |_, _| {}).map_err(|source| Error::Tune {
@@ -117,9 +151,10 @@ pub(crate) fn tune_one(
         });
     };
     warn(&format!(
-        "tuned {} in {:.1} s: {} trials, {:.2} GFLOP/s (default schedule {:.2}){}",
+        "tuned {} in {:.1} s with {}: {} trials, {:.2} GFLOP/s (default schedule {:.2}){}",
         w.key(),
         summary.elapsed.as_secs_f64(),
+        report.tuner,
         summary.trials,
         gflops,
         summary.default_gflops.unwrap_or(0.0),

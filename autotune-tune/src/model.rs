@@ -69,6 +69,18 @@ impl fmt::Display for Objective {
     }
 }
 
+impl std::str::FromStr for Objective {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Objective, String> {
+        match s {
+            "rank" => Ok(Objective::Rank),
+            "reg" => Ok(Objective::Regression),
+            _ => Err(format!("unknown objective `{s}` (expected rank or reg)")),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error("the cost model has not been fitted")]
@@ -104,6 +116,29 @@ pub trait CostModel: Send {
     /// The fitted model as bytes ([`CostModel::load`] reads them back).
     fn save(&self) -> Result<Vec<u8>, ModelError>;
     fn load(&mut self, bytes: &[u8]) -> Result<(), ModelError>;
+}
+
+/// Share of the pairs of rows of different `truth` that `score` puts in the
+/// same order (a tie in `score` counts half).
+pub fn pairwise_accuracy(truth: &[f32], score: &[f32]) -> f64 {
+    let (mut right, mut pairs) = (0.0f64, 0.0f64);
+    for i in 0..truth.len() {
+        for j in i + 1..truth.len() {
+            if truth[i] == truth[j] {
+                continue;
+            }
+            pairs += 1.0;
+            let d = (score[i] - score[j]) * (truth[i] - truth[j]);
+            right += if d > 0.0 {
+                1.0
+            } else if d == 0.0 {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    right / pairs.max(1.0)
 }
 
 /// Fraction of the `k` best rows by `truth` that are among the `k` best by `score`.

@@ -3,15 +3,19 @@
 //! [`crate::trees`], so using it needs no XGBoost), the versions of what its
 //! features mean, and what it was trained on. A file of other versions is
 //! reported, never applied: its features would mean something else.
+//!
+//! Models for x86-64 at AVX-512 and AVX2 ship with this crate
+//! (`models/<arch>-<isa>.json`, made by `bench/corpus.sh`); [`shipped`] finds
+//! the one for a target.
 
 use std::path::{Path, PathBuf};
 
-use autotune_codegen::{Target, GENERATOR_VERSION};
+use autotune_codegen::{Isa, Target, GENERATOR_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::features::{FeatureSet, FEATURES_VERSION};
 use crate::history::History;
-use crate::model::{self, ModelError, Objective};
+use crate::model::{self, pairwise_accuracy, recall_at, CostModel, Matrix, ModelError, Objective};
 use crate::trees::Forest;
 
 /// Version of the file's layout.
@@ -81,16 +85,121 @@ pub enum PretrainedError {
         #[source]
         source: ModelError,
     },
+    #[error("{}: trained for {found}, not for {want}", path.display())]
+    Target {
+        path: PathBuf,
+        found: Target,
+        want: Target,
+    },
+}
+
+/// A model read and checked, ready to score.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub file: Pretrained,
+    pub forest: Forest,
+    /// Where it came from (a path, or the shipped file's name in this crate).
+    pub origin: PathBuf,
+}
+
+impl Loaded {
+    /// The feature set its rows are (checked when read).
+    pub fn set(&self) -> FeatureSet {
+        self.file.feature_set().expect("checked when read")
+    }
+
+    /// Whether it was trained for `target`: a model of another ISA level or
+    /// architecture is not applied (its trials ran other code).
+    pub fn check_target(&self, target: &Target) -> Result<(), PretrainedError> {
+        if self.file.target == *target {
+            Ok(())
+        } else {
+            Err(PretrainedError::Target {
+                path: self.origin.clone(),
+                found: self.file.target.clone(),
+                want: target.clone(),
+            })
+        }
+    }
+}
+
+/// How well a model orders the measured trials of one workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ranking {
+    pub workload: String,
+    pub trials: usize,
+    /// Pairwise accuracy, and recall of the `k` best among the model's `k` best.
+    pub pairwise: f64,
+    pub recall: f64,
+}
+
+impl Loaded {
+    /// Its ranking quality on each workload of `history` (loaded with its
+    /// feature set), failed trials counting as the slowest.
+    pub fn ranking(&self, history: &History, k: usize) -> Result<Vec<Ranking>, ModelError> {
+        history
+            .workloads
+            .iter()
+            .filter(|p| !p.trials.is_empty())
+            .map(|p| {
+                let mut x = Matrix::new(p.trials[0].2.len());
+                for t in &p.trials {
+                    x.push(&t.2);
+                }
+                let score = self.forest.predict(&x, None)?;
+                let truth: Vec<f32> = p.trials.iter().map(|t| t.1.unwrap_or(0.0) as f32).collect();
+                Ok(Ranking {
+                    workload: p.workload.key(),
+                    trials: p.trials.len(),
+                    pairwise: pairwise_accuracy(&truth, &score),
+                    recall: recall_at(&truth, &score, k),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The models that ship with this crate: architecture, ISA level, file.
+const SHIPPED: &[(&str, Isa, &str, &str)] = &[(
+    "x86_64",
+    Isa::Avx512,
+    "autotune-tune/models/x86_64-avx512.json",
+    include_str!("../models/x86_64-avx512.json"),
+)];
+
+/// The shipped model for `target` (by architecture and ISA level), read and
+/// checked; `None` where none ships.
+pub fn shipped(target: &Target) -> Option<Result<Loaded, PretrainedError>> {
+    let arch = target.triple.split('-').next().unwrap_or("");
+    SHIPPED
+        .iter()
+        .find(|(a, isa, _, _)| *a == arch && *isa == target.isa)
+        .map(|(_, _, name, text)| Pretrained::parse(text.as_bytes(), Path::new(name)))
+}
+
+/// Every shipped model's name and whether it reads as current (for the test
+/// that fails when one is stale).
+pub fn check_shipped() -> Vec<(&'static str, Result<Loaded, PretrainedError>)> {
+    SHIPPED
+        .iter()
+        .map(|(_, _, name, text)| (*name, Pretrained::parse(text.as_bytes(), Path::new(name))))
+        .collect()
 }
 
 impl Pretrained {
-    /// Fits a ranking model on every workload of `history` (one group each,
-    /// throughput relative to the workload's best) for `target`; `cpu` names
-    /// the machine the records came from. Needs the `xgboost` feature.
-    pub fn train(history: &History, target: &Target, cpu: &str) -> Result<Pretrained, ModelError> {
+    /// Fits a model with `objective` on every workload of `history` (one
+    /// group each, throughput relative to the workload's best) for `target`;
+    /// `cpu` names the machine the records came from. Needs the `xgboost`
+    /// feature.
+    pub fn train(
+        history: &History,
+        target: &Target,
+        cpu: &str,
+        objective: Objective,
+    ) -> Result<Pretrained, ModelError> {
         let set = history.set.ok_or(ModelError::Empty)?;
         let data = history.training_set();
-        let mut m = model::default_model(Objective::Rank, 1)?;
+        let mut m = model::default_model(objective, 1)?;
         m.fit(&data)?;
         let model = String::from_utf8(m.save()?)
             .map_err(|e| ModelError::Format(format!("XGBoost saved non-UTF-8 JSON: {e}")))?;
@@ -122,13 +231,18 @@ impl Pretrained {
 
     /// Reads a model file, checking that this build's features and generator
     /// are the ones it was trained with, and that its trees read.
-    pub fn load(path: &Path) -> Result<(Pretrained, Forest), PretrainedError> {
+    pub fn load(path: &Path) -> Result<Loaded, PretrainedError> {
         let bytes = std::fs::read(path).map_err(|source| PretrainedError::Read {
             path: path.to_path_buf(),
             source,
         })?;
+        Pretrained::parse(&bytes, path)
+    }
+
+    /// [`Pretrained::load`] of a file's bytes; `path` names it in errors.
+    pub fn parse(bytes: &[u8], path: &Path) -> Result<Loaded, PretrainedError> {
         let p: Pretrained =
-            serde_json::from_slice(&bytes).map_err(|source| PretrainedError::Parse {
+            serde_json::from_slice(bytes).map_err(|source| PretrainedError::Parse {
                 path: path.to_path_buf(),
                 source,
             })?;
@@ -164,7 +278,11 @@ impl Pretrained {
                 path: path.to_path_buf(),
                 source,
             })?;
-        Ok((p, forest))
+        Ok(Loaded {
+            file: p,
+            forest,
+            origin: path.to_path_buf(),
+        })
     }
 
     /// The feature set its rows are.

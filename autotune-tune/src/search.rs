@@ -16,6 +16,13 @@
 //!   once there are local trials, its prediction is the base margin the local
 //!   model learns a correction to, with a weight that fades as local trials
 //!   accumulate.
+//! - Few-shot tuning ([`few_shot`]): the global model is a pre-trained one
+//!   shipped with the project, the batches are small, and the search stops
+//!   once the measured best is within a threshold of what the model, calibrated
+//!   on the trials so far, expects of the configs it has not measured. Without
+//!   XGBoost there is no local model: the pre-trained one scores alone, and
+//!   after each batch the annealing restarts at the best measured configs and
+//!   looks only a few knobs away from them.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -49,6 +56,9 @@ pub struct SearchOptions {
     /// next to measurement even where this crate is built without optimisation
     /// (a build script in a debug profile).
     pub max_search: Duration,
+    /// Stop once the measured best is within this share of the best the model
+    /// expects (few-shot); `None`: run the whole budget.
+    pub stop_within: Option<f64>,
 }
 
 impl Default for SearchOptions {
@@ -62,9 +72,14 @@ impl Default for SearchOptions {
             pool: 3,
             min_train: 16,
             max_search: Duration::from_secs(3),
+            stop_within: None,
         }
     }
 }
+
+/// Annealing steps per batch of a search without a local model, once it has
+/// measurements: how far from the best measured configs it looks.
+const NEIGHBOURHOOD_STEPS: usize = 4;
 
 /// Where the tuner's own time went.
 #[derive(Clone, Debug, Default)]
@@ -90,7 +105,9 @@ struct Transfer {
 
 pub struct ModelTuner {
     name: String,
-    model: Box<dyn CostModel>,
+    /// The local model, refitted on every batch; `None`: the global model
+    /// scores alone (a pre-trained model where XGBoost is not built in).
+    model: Option<Box<dyn CostModel>>,
     featurizer: Featurizer,
     opts: SearchOptions,
     rng: StdRng,
@@ -107,16 +124,31 @@ pub struct ModelTuner {
     chains: Vec<u128>,
     seeds: Vec<u128>,
     pub overhead: Overhead,
+    /// What the model expected of the unmeasured configs at the last batch.
+    outlook: Option<Outlook>,
+}
+
+/// What the model, calibrated on the measured trials, expects of the best
+/// unmeasured config, as a share of the measured best's throughput (1.1: 10%
+/// faster); `None` where its scores do not track the measurements.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outlook {
+    pub trials: usize,
+    pub expected: Option<f64>,
+    /// Whether the search stopped on it.
+    pub stopped: bool,
 }
 
 impl ModelTuner {
     pub fn new(
         w: &Workload,
-        model: Box<dyn CostModel>,
+        model: Option<Box<dyn CostModel>>,
         opts: SearchOptions,
         seed: u64,
     ) -> ModelTuner {
-        let mut name = model.name();
+        let mut name = model
+            .as_ref()
+            .map_or("pretrained".to_string(), |m| m.name());
         if !opts.diversity {
             name.push_str("-nodiv");
         }
@@ -139,7 +171,13 @@ impl ModelTuner {
             chains: Vec::new(),
             seeds: Vec::new(),
             overhead: Overhead::default(),
+            outlook: None,
         }
+    }
+
+    /// The model's expectation at the last batch (few-shot).
+    pub fn outlook(&self) -> Option<Outlook> {
+        self.outlook
     }
 
     /// Configs to measure first and to start chains from; those not in the
@@ -248,10 +286,10 @@ impl ModelTuner {
             }
             let t = Instant::now();
             let base = self.base_margin(space, &fresh)?;
-            let p = match (self.fitted, base) {
-                (true, base) => self.model.predict(&x, base.as_deref())?,
-                (false, Some(base)) => base,
-                (false, None) => return Err(ModelError::NotFitted),
+            let p = match (&self.model, base) {
+                (Some(m), base) if self.fitted => m.predict(&x, base.as_deref())?,
+                (_, Some(base)) => base,
+                (_, None) => return Err(ModelError::NotFitted),
             };
             self.overhead.predict += t.elapsed();
             self.overhead.scored += fresh.len();
@@ -304,12 +342,20 @@ impl ModelTuner {
             // Scored by the global model alone: anneal on the spread of its scores.
             self.scale = spread(&current);
         }
+        // Without a local model the scores never learn from the measurements, so
+        // after the first batch the chains (restarted at the best measured
+        // configs) stay near them: a few knobs away, ranked by the model.
+        let steps = if self.model.is_none() && !self.observed.is_empty() {
+            NEIGHBOURHOOD_STEPS
+        } else {
+            self.opts.steps
+        };
         let start = Instant::now();
-        for step in 0..self.opts.steps {
+        for step in 0..steps {
             if start.elapsed() > self.opts.max_search {
                 break;
             }
-            let temp = self.scale * (1.0 - step as f32 / self.opts.steps as f32);
+            let temp = self.scale * (1.0 - step as f32 / steps as f32);
             // A step to a config of unsensible code size is not taken.
             let next: Vec<Option<u128>> = (0..self.chains.len())
                 .map(|c| self.neighbour(space, self.chains[c]))
@@ -374,6 +420,12 @@ impl ModelTuner {
     }
 
     fn refit(&mut self, space: &Space) -> Result<(), ModelError> {
+        if self.model.is_none() {
+            // Nothing to refit: the next batch's chains start around the best
+            // measured configs instead of where the last ones ended.
+            self.chains.clear();
+            return Ok(());
+        }
         let max = self
             .observed
             .iter()
@@ -397,15 +449,64 @@ impl ModelTuner {
         // will have once this fit is in place.
         self.fitted = true;
         data.base_margin = self.base_margin(space, &observed)?;
-        let fitted = self.model.fit(&data);
+        let model = self.model.as_mut().expect("checked above");
+        let fitted = model.fit(&data);
         self.fitted = fitted.is_ok();
         fitted?;
-        let train = self.model.predict(&data.x, data.base_margin.as_deref())?;
+        let train = model.predict(&data.x, data.base_margin.as_deref())?;
         self.overhead.fit += t.elapsed();
         self.overhead.fits += 1;
         self.scale = spread(&train);
         self.scores.clear();
         Ok(())
+    }
+}
+
+impl ModelTuner {
+    /// What the model expects of an unmeasured config scored `top`, relative
+    /// to the measured best: a least-squares line from score to throughput
+    /// (as a share of the best) through the successful trials, read at `top`,
+    /// plus the line's residual spread (its error on those trials: the best
+    /// unmeasured configs score below the measured ones by construction, so
+    /// the line alone would always call the search done). `None` with fewer
+    /// than four trials, or where the scores do not rise with throughput
+    /// (correlation below 0.3): then the model cannot judge.
+    fn expected_gain(&mut self, space: &Space, top: f32) -> Result<Option<f64>, ModelError> {
+        let ok: Vec<(u128, f64)> = self
+            .observed
+            .iter()
+            .filter_map(|(i, g)| g.map(|g| (*i, g)))
+            .collect();
+        let best = ok.iter().map(|o| o.1).fold(0.0f64, f64::max);
+        if ok.len() < 4 || best <= 0.0 {
+            return Ok(None);
+        }
+        let ids: Vec<u128> = ok.iter().map(|o| o.0).collect();
+        let s: Vec<f64> = self
+            .score(space, &ids)?
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let g: Vec<f64> = ok.iter().map(|o| o.1 / best).collect();
+        let n = s.len() as f64;
+        let (ms, mg) = (s.iter().sum::<f64>() / n, g.iter().sum::<f64>() / n);
+        let cov: f64 = s.iter().zip(&g).map(|(a, b)| (a - ms) * (b - mg)).sum();
+        let (vs, vg) = (
+            s.iter().map(|a| (a - ms).powi(2)).sum::<f64>(),
+            g.iter().map(|b| (b - mg).powi(2)).sum::<f64>(),
+        );
+        if vs <= 0.0 || vg <= 0.0 || cov / (vs * vg).sqrt() < 0.3 {
+            return Ok(None);
+        }
+        let slope = cov / vs;
+        let line = |x: f64| mg + slope * (x - ms);
+        let residual = s
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| (b - line(*a)).powi(2))
+            .sum::<f64>();
+        let spread = (residual / (n - 2.0)).sqrt();
+        Ok(Some(line(f64::from(top)) + spread))
     }
 }
 
@@ -457,6 +558,7 @@ impl Tuner for ModelTuner {
             return out;
         }
         let picked = match self.anneal(space, left * self.opts.pool, &seen) {
+            Ok(cands) if self.should_stop(space, &cands) => return Vec::new(),
             Ok(cands) if self.opts.diversity => self.pick_diverse(space, &cands, left),
             Ok(cands) => cands.iter().take(left).map(|c| c.0).collect(),
             // A model that cannot score leaves the search random, not stopped
@@ -492,13 +594,18 @@ impl Tuner for ModelTuner {
 
     fn notes(&self) -> Vec<String> {
         let o = &self.overhead;
-        match &o.first_failure {
-            Some(first) => vec![format!(
-                "the cost model failed {} time(s) ({first}); those batches were proposed at random",
-                o.failures
-            )],
-            None => Vec::new(),
-        }
+        let mut notes: Vec<String> = o
+            .first_failure
+            .iter()
+            .map(|first| {
+                format!(
+                    "the cost model failed {} time(s) ({first}); those batches were proposed at random",
+                    o.failures
+                )
+            })
+            .collect();
+        notes.extend(self.outlook.map(|o| o.to_string()));
+        notes
     }
 
     fn observe(&mut self, space: &Space, results: &[(u128, Option<f64>)]) {
@@ -509,6 +616,97 @@ impl Tuner for ModelTuner {
             self.scores.clear();
         }
     }
+}
+
+impl ModelTuner {
+    /// Whether the few-shot search is done: the measured best is within
+    /// `stop_within` of what the model expects of `cands`, the best unmeasured
+    /// configs it found. Records the outlook either way.
+    fn should_stop(&mut self, space: &Space, cands: &[(u128, f32)]) -> bool {
+        let Some(within) = self.opts.stop_within else {
+            return false;
+        };
+        if self.observed.len() < 4 {
+            return false; // the first batch is the model's pick alone
+        }
+        let top = cands.iter().map(|c| c.1).fold(f32::MIN, f32::max);
+        let expected = match self.expected_gain(space, top) {
+            Ok(e) => e,
+            Err(e) => {
+                self.failed(&e);
+                None
+            }
+        };
+        let stopped = expected.is_some_and(|e| e <= 1.0 + within);
+        self.outlook = Some(Outlook {
+            trials: self.observed.len(),
+            expected,
+            stopped,
+        });
+        stopped
+    }
+}
+
+impl std::fmt::Display for Outlook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.expected, self.stopped) {
+            (Some(e), true) => write!(
+                f,
+                "few-shot: stopped after {} trials, the model expecting {:+.1}% at most from the configs it did not measure",
+                self.trials,
+                (e - 1.0).max(0.0) * 100.0
+            ),
+            (Some(e), false) => write!(
+                f,
+                "few-shot: the budget ended after {} trials with the model still expecting {:+.1}% from the configs it did not measure",
+                self.trials,
+                (e - 1.0) * 100.0
+            ),
+            (None, _) => write!(
+                f,
+                "few-shot: after {} trials the model's scores do not track this workload's measurements, so how far the search is from converged is unknown",
+                self.trials
+            ),
+        }
+    }
+}
+
+/// Share of a pre-trained model's scores a few-shot search is satisfied with:
+/// it stops once the measured best is within 5% of what the model expects.
+pub const FEW_SHOT_WITHIN: f64 = 0.05;
+
+/// The few-shot tuner: the pre-trained `global` model (over `set` features)
+/// ranks the space from the first batch; with `refit`, a local XGBoost model
+/// corrects it as measurements come (as transfer does); the search stops
+/// once the measured best is within `stop_within` (e.g. [`FEW_SHOT_WITHIN`])
+/// of what the model expects. `history` adds seeds (the best configs of the
+/// most similar past workloads), not a model.
+#[allow(clippy::too_many_arguments)]
+pub fn few_shot(
+    w: &Workload,
+    global: Box<dyn CostModel>,
+    set: FeatureSet,
+    refit: bool,
+    opts: SearchOptions,
+    seed: u64,
+    history: Option<&History>,
+    seeds: &[Config],
+) -> Result<ModelTuner, ModelError> {
+    let space = Space::new(&w.op, w.shapes());
+    let mut seeds = seeds.to_vec();
+    if let Some(h) = history.filter(|h| !h.is_empty()) {
+        seeds.extend(h.seeds(w, &space, 2, 8));
+    }
+    // Seeds are measured first: at most half of the first batch, so that the
+    // model's own picks are measured too.
+    seeds.truncate(crate::spec::TunerSpec::FEW_SHOT_BATCH / 2);
+    let local = match refit {
+        true => Some(crate::model::default_model(Objective::Rank, seed)?),
+        false => None,
+    };
+    let mut t = ModelTuner::new(w, local, opts, seed).with_transfer(global, set);
+    t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
+    Ok(t.with_seeds(&space, &seeds))
 }
 
 /// The model-guided tuner with XGBoost and the given objective, starting from
@@ -525,7 +723,7 @@ pub fn xgb_tuner(
     let model = crate::model::default_model(objective, seed)?;
     let space = Space::new(&w.op, w.shapes());
     let mut seeds = seeds.to_vec();
-    let mut t = ModelTuner::new(w, model, opts, seed);
+    let mut t = ModelTuner::new(w, Some(model), opts, seed);
     if let Some(h) = history.filter(|h| !h.is_empty()) {
         seeds.extend(h.seeds(w, &space, 2, 8));
         if let (Some(global), Some(set)) = (transfer_model(h, objective, seed)?, h.set) {

@@ -18,6 +18,7 @@ use autotune_lang::Operator;
 use crate::history::History;
 use crate::measure::{self, Candidate, ErrorClass, Harness, MeasureError, TimingOptions};
 use crate::model::ModelError;
+use crate::pretrained::Loaded;
 use crate::record::{append, load_log, LogError, Record};
 use crate::spec::TunerSpec;
 use crate::tuner::Tuner;
@@ -186,7 +187,7 @@ pub fn tune(
         proposal.extend(tuner.propose(&space, want, &seen));
         summary.tuner += t0.elapsed();
         if proposal.is_empty() {
-            break; // the space is spent
+            break; // the space is spent, or the tuner is done (its notes say why)
         }
         let configs: Vec<Config> = proposal.iter().map(|i| space.config_at(*i)).collect();
         let t1 = Instant::now();
@@ -292,6 +293,9 @@ pub struct TuningSession<'a> {
     /// A second log every record is appended to (the per-user store); a failed
     /// write there loses nothing and is ignored.
     pub mirror: Option<PathBuf>,
+    /// The pre-trained model the few-shot tuner ranks with (checked for the
+    /// run's target here).
+    pub pretrained: Option<&'a Loaded>,
 }
 
 /// What a session did, beside its [`Summary`].
@@ -314,6 +318,32 @@ impl TuningSession<'_> {
         let w = self.workload;
         let mut notes = Vec::new();
         let mut spec = self.tuner;
+        let target = &self.options.target;
+        let pretrained = match self.pretrained.map(|p| p.check_target(target).map(|_| p)) {
+            Some(Ok(p)) => Some(p),
+            Some(Err(e)) if matches!(spec, TunerSpec::FewShot { .. }) => {
+                notes.push(format!("the pre-trained model is not applied: {e}"));
+                None
+            }
+            _ => None,
+        };
+        if matches!(spec, TunerSpec::FewShot { .. }) && pretrained.is_none() {
+            notes.push(format!(
+                "no pre-trained model for {target}, so {} is tuned with {} instead of few-shot; \
+                 make one with bench/corpus.sh",
+                w.key(),
+                TunerSpec::MODEL
+            ));
+            spec = TunerSpec::MODEL;
+        }
+        if spec == (TunerSpec::FewShot { refit: true }) && !crate::model::AVAILABLE {
+            notes.push(format!(
+                "the cost model is off (autotune-tune built without its `xgboost` feature), \
+                 so {} is tuned few-shot without refitting",
+                w.key()
+            ));
+            spec = TunerSpec::FewShot { refit: false };
+        }
         if spec.needs_model() && !crate::model::AVAILABLE {
             notes.push(format!(
                 "the cost model is off (autotune-tune built without its `xgboost` feature), \
@@ -324,8 +354,8 @@ impl TuningSession<'_> {
             ));
             spec = TunerSpec::BLACK_BOX;
         }
-        // Only the model-guided tuner learns from history.
-        let past = match (&self.history, spec.needs_model()) {
+        // Only the model-guided tuners learn from history.
+        let past = match (&self.history, spec.learns()) {
             (Some(sources), true) => {
                 let (past, problems) =
                     History::for_tuning(w, &self.options.target, sources, self.operators);
@@ -338,9 +368,13 @@ impl TuningSession<'_> {
             }
             _ => None,
         };
-        let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &self.seeds)?;
+        let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &self.seeds, pretrained)?;
         let mirror = self.mirror.as_ref();
-        let summary = tune(w, tuner.as_mut(), &self.options, &mut |r, s| {
+        let mut options = self.options.clone();
+        if matches!(spec, TunerSpec::FewShot { .. }) {
+            options.batch = options.batch.min(TunerSpec::FEW_SHOT_BATCH);
+        }
+        let summary = tune(w, tuner.as_mut(), &options, &mut |r, s| {
             if let Some(log) = mirror {
                 let _ = append(log, r);
             }

@@ -1,6 +1,6 @@
 //! Which tuner to run: [`TunerSpec`], written as the names `cargo autotune
-//! tune --tuner` takes (`xgb-rank`, `xgb-reg-nodiv`, `xgb-rank-curve`,
-//! `genetic`, `random`, `grid`).
+//! tune --tuner` takes (`few-shot`, `xgb-rank`, `xgb-reg-nodiv`,
+//! `xgb-rank-curve`, `genetic`, `random`, `grid`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,7 +10,8 @@ use autotune_codegen::{Config, Workload};
 use crate::features::FeatureSet;
 use crate::history::History;
 use crate::model::{ModelError, Objective};
-use crate::search::{self, SearchOptions};
+use crate::pretrained::Loaded;
+use crate::search::{self, SearchOptions, FEW_SHOT_WITHIN};
 use crate::tuner::{GeneticTuner, GridTuner, RandomTuner, Tuner};
 
 /// A tuner and its settings.
@@ -25,6 +26,13 @@ pub enum TunerSpec {
         objective: Objective,
         features: FeatureSet,
         diversity: bool,
+    },
+    /// A pre-trained model ranks the space; a few of its picks are measured at
+    /// a time until the measured best is what it expects. With `refit`, a local
+    /// XGBoost model learns a correction from the measurements; without, it
+    /// needs no XGBoost.
+    FewShot {
+        refit: bool,
     },
 }
 
@@ -41,8 +49,13 @@ impl TunerSpec {
     /// The black-box tuner used where the cost model is not built in.
     pub const BLACK_BOX: TunerSpec = TunerSpec::Genetic;
 
+    /// Configs a few-shot search measures per batch, so that it can stop early.
+    pub const FEW_SHOT_BATCH: usize = 8;
+
     /// The names `FromStr` accepts, for help texts.
     pub const NAMES: &'static [&'static str] = &[
+        "few-shot",
+        "few-shot-refit",
         "xgb-rank",
         "xgb-reg",
         "xgb-rank-nodiv",
@@ -54,23 +67,53 @@ impl TunerSpec {
         "grid",
     ];
 
-    /// Whether this tuner needs the cost model.
+    /// Whether this tuner needs the cost model (XGBoost).
     pub fn needs_model(self) -> bool {
-        matches!(self, TunerSpec::Model { .. })
+        matches!(
+            self,
+            TunerSpec::Model { .. } | TunerSpec::FewShot { refit: true }
+        )
+    }
+
+    /// Whether this tuner uses a history of other workloads.
+    pub fn learns(self) -> bool {
+        matches!(self, TunerSpec::Model { .. } | TunerSpec::FewShot { .. })
     }
 
     /// Builds the tuner for `w`. A model-guided tuner starts from `seeds`
     /// (measured first) and, given a `history` of other workloads, learns from
     /// it (transfer learning) and also starts from the best configs of the most
-    /// similar ones.
+    /// similar ones. The few-shot tuner needs `pretrained` (the session falls
+    /// back, and says so, where there is none).
     pub fn build(
         self,
         w: &Workload,
         seed: u64,
         history: Option<&History>,
         seeds: &[Config],
+        pretrained: Option<&Loaded>,
     ) -> Result<Box<dyn Tuner>, ModelError> {
         Ok(match self {
+            TunerSpec::FewShot { refit } => {
+                let p = pretrained.ok_or(ModelError::NotFitted)?;
+                let opts = SearchOptions {
+                    // Few trials: each goes to the model's picks, none at random.
+                    epsilon: 0.0,
+                    stop_within: Some(FEW_SHOT_WITHIN),
+                    ..SearchOptions::default()
+                };
+                let global = Box::new(p.forest.clone());
+                Box::new(search::few_shot(
+                    w,
+                    global,
+                    p.set(),
+                    refit,
+                    opts,
+                    seed,
+                    history,
+                    seeds,
+                )?)
+            }
             TunerSpec::Random => Box::new(RandomTuner::new(seed)),
             TunerSpec::Grid => Box::new(GridTuner::default()),
             TunerSpec::Genetic => Box::new(GeneticTuner::new(seed)),
@@ -96,6 +139,8 @@ impl fmt::Display for TunerSpec {
             TunerSpec::Random => f.write_str("random"),
             TunerSpec::Grid => f.write_str("grid"),
             TunerSpec::Genetic => f.write_str("genetic"),
+            TunerSpec::FewShot { refit: false } => f.write_str("few-shot"),
+            TunerSpec::FewShot { refit: true } => f.write_str("few-shot-refit"),
             TunerSpec::Model {
                 objective,
                 features,
@@ -128,6 +173,8 @@ impl FromStr for TunerSpec {
             "random" => return Ok(TunerSpec::Random),
             "grid" => return Ok(TunerSpec::Grid),
             "genetic" | "ga" => return Ok(TunerSpec::Genetic),
+            "few-shot" => return Ok(TunerSpec::FewShot { refit: false }),
+            "few-shot-refit" => return Ok(TunerSpec::FewShot { refit: true }),
             _ => {}
         }
         let mut parts = name.split('-');

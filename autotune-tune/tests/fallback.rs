@@ -41,7 +41,7 @@ fn a_failing_cost_model_is_reported() {
         min_train: 4,
         ..SearchOptions::default()
     };
-    let mut t = ModelTuner::new(&w, Box::new(Failing), search, 1);
+    let mut t = ModelTuner::new(&w, Some(Box::new(Failing)), search, 1);
     let s = tune(&w, &mut t, &opts, &mut |_, _| {}).unwrap();
     assert_eq!(s.trials, 24, "the search goes on, at random");
     let failures = t

@@ -4,7 +4,7 @@
 
 use autotune_codegen::GENERATOR_VERSION;
 use autotune_tune::features::FEATURES_VERSION;
-use autotune_tune::model::{CostModel, Matrix};
+use autotune_tune::model::{CostModel, Matrix, Objective};
 use autotune_tune::pretrained::{Pretrained, PretrainedError, TrainedOn};
 
 mod common;
@@ -38,8 +38,10 @@ fn a_model_file_reads_back_whole_and_scores() {
     let dir = common::scratch("pretrained-roundtrip");
     let path = dir.join("model.json");
     model().save(&path).unwrap();
-    let (back, forest) = Pretrained::load(&path).unwrap();
-    assert_eq!(back, model());
+    let loaded = Pretrained::load(&path).unwrap();
+    assert_eq!(loaded.file, model());
+    assert_eq!(loaded.origin, path);
+    let forest = loaded.forest;
     let mut x = Matrix::new(1);
     x.push(&[0.0]);
     x.push(&[3.0]);
@@ -144,27 +146,65 @@ fn a_model_trained_on_a_history_ranks_its_trials() {
             workloads,
             set: Some(FeatureSet::Curve),
         };
-        let trained = Pretrained::train(&history, &common::target(), "test CPU").unwrap();
+        let trained =
+            Pretrained::train(&history, &common::target(), "test CPU", Objective::Rank).unwrap();
         assert_eq!(trained.trained_on.trials, 120);
         let dir = common::scratch("pretrained-train");
         trained.save(&dir.join("m.json")).unwrap();
-        let (_, forest) = Pretrained::load(&dir.join("m.json")).unwrap();
+        let forest = Pretrained::load(&dir.join("m.json")).unwrap().forest;
         let p = &history.workloads[0];
         let mut x = Matrix::new(p.trials[0].2.len());
         for t in &p.trials {
             x.push(&t.2);
         }
         let score = forest.predict(&x, None).unwrap();
-        let (mut right, mut pairs) = (0.0, 0.0);
-        for i in 0..p.trials.len() {
-            for j in i + 1..p.trials.len() {
-                let d = p.trials[i].1.unwrap() - p.trials[j].1.unwrap();
-                if d != 0.0 {
-                    pairs += 1.0;
-                    right += (d * (score[i] - score[j]) as f64 > 0.0) as u8 as f64;
-                }
-            }
-        }
-        assert!(right / pairs > 0.8, "pairwise accuracy {}", right / pairs);
+        let truth: Vec<f32> = p.trials.iter().map(|t| t.1.unwrap() as f32).collect();
+        let accuracy = autotune_tune::model::pairwise_accuracy(&truth, &score);
+        assert!(accuracy > 0.8, "pairwise accuracy {accuracy}");
     }
+}
+
+/// Fails when a shipped model is stale (another feature set or generator
+/// version than this build's): rerun `bench/corpus.sh` for its ISA level.
+#[test]
+fn every_shipped_model_is_current_and_for_its_target() {
+    let shipped = autotune_tune::pretrained::check_shipped();
+    assert!(!shipped.is_empty());
+    for (name, loaded) in shipped {
+        let loaded = loaded.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let t = &loaded.file.target;
+        assert!(
+            name.ends_with(&format!(
+                "{}-{}.json",
+                t.triple.split('-').next().unwrap(),
+                t.isa
+            )),
+            "{name} holds a model for {t}"
+        );
+        assert_eq!(shipped_for(t).file, loaded.file, "{name}");
+        assert!(loaded.file.trained_on.trials > 0 && !loaded.file.trained_on.workloads.is_empty());
+        loaded.check_target(t).unwrap();
+    }
+}
+
+fn shipped_for(t: &autotune_codegen::Target) -> autotune_tune::pretrained::Loaded {
+    autotune_tune::pretrained::shipped(t).unwrap().unwrap()
+}
+
+#[test]
+fn a_model_of_another_target_is_not_applied() {
+    let loaded = Pretrained::parse(
+        serde_json::to_string(&model()).unwrap().as_bytes(),
+        std::path::Path::new("m.json"),
+    )
+    .unwrap();
+    let mut other = model().target;
+    other.isa = match other.isa {
+        autotune_codegen::Isa::Avx2 => autotune_codegen::Isa::Avx512,
+        _ => autotune_codegen::Isa::Avx2,
+    };
+    let e = loaded.check_target(&other).unwrap_err();
+    assert!(matches!(e, PretrainedError::Target { .. }), "{e}");
+    assert!(e.to_string().contains("m.json"), "{e}");
+    loaded.check_target(&model().target).unwrap();
 }

@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use autotune_codegen::Target;
 use autotune_tune::features::{FeatureSet, FeatureSource, Featurizer};
 use autotune_tune::history::{History, Past};
-use autotune_tune::model::{self, recall_at, Matrix, Objective, TrainingSet};
+use autotune_tune::model::{self, pairwise_accuracy, recall_at, Matrix, Objective, TrainingSet};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
@@ -157,22 +157,8 @@ fn score(
     }
     let pred = m.predict(&x, None)?;
     let truth: Vec<f32> = test.iter().map(|t| t.1.unwrap_or(0.0) as f32).collect();
-    let (mut right, mut pairs) = (0.0f64, 0.0f64);
-    for i in 0..truth.len() {
-        for j in i + 1..truth.len() {
-            if truth[i] == truth[j] {
-                continue;
-            }
-            pairs += 1.0;
-            let d = (pred[i] - pred[j]) * (truth[i] - truth[j]);
-            right += if d > 0.0 {
-                1.0
-            } else if d == 0.0 {
-                0.5
-            } else {
-                0.0
-            };
-        }
-    }
-    Ok([right / pairs.max(1.0), recall_at(&truth, &pred, 16)])
+    Ok([
+        pairwise_accuracy(&truth, &pred),
+        recall_at(&truth, &pred, 16),
+    ])
 }

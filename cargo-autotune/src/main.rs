@@ -7,12 +7,16 @@
 //!   against the reference and prints its speed;
 //! - `cargo autotune sweep`: a list of configs measured in one batch, ranked;
 //! - `cargo autotune tune --file src/ops.rs --op NAME [--spec I] [--tuner
-//!   xgb-rank|genetic|random|...] [--trials N] [--seconds S] [--log FILE] [--json]`: a
+//!   xgb-rank|few-shot|genetic|random|...] [--trials N] [--seconds S] [--log FILE] [--json]`: a
 //!   tuning run with a live progress bar, resumable from its record log
 //!   (`--save` writes the best config to the tuning cache);
 //! - `cargo autotune show|verify|prune --cache tuning-cache`: list the cache,
 //!   re-measure and check its kernels here, drop entries the source lost;
-//! - `cargo autotune plot --log records.jsonl --out curve.svg`: tuning curves.
+//! - `cargo autotune plot --log records.jsonl --out curve.svg`: tuning curves;
+//! - `cargo autotune train --file OPS --log DIR --out model.json`: a
+//!   pre-trained cost model from record logs (`bench/corpus.sh` makes the
+//!   shipped ones), and `cargo autotune rank --model model.json --file OPS
+//!   --log DIR`: how well it orders the trials of other logs.
 
 mod plot;
 
@@ -135,7 +139,9 @@ enum Command {
         target: OpArgs,
         /// xgb-rank (the model-guided search, the default with the cost
         /// model), xgb-reg, xgb-rank-nodiv, xgb-rank-knobs, xgb-rank-curve,
-        /// genetic (the default without it), random or grid.
+        /// few-shot (ranked by a pre-trained model, as builds tune),
+        /// few-shot-refit (and refitted locally), genetic (the default without
+        /// the cost model), random or grid.
         #[arg(long)]
         tuner: Option<TunerSpec>,
         /// Trials in total (those resumed from the log included).
@@ -178,6 +184,10 @@ enum Command {
         /// Tune without transfer learning.
         #[arg(long)]
         no_transfer: bool,
+        /// The pre-trained model few-shot tuners rank with (`cargo autotune
+        /// train`); by default the one shipped for this machine's target.
+        #[arg(long)]
+        model: Option<PathBuf>,
     },
     /// List the tuning cache: operator, shape, target, GFLOP/s, trials, date, stale?
     Show {
@@ -244,9 +254,61 @@ enum Command {
         /// (default: this machine's model name).
         #[arg(long)]
         cpu: Option<String>,
+        /// The loss: rank (pairwise ranking, what builds ship) or reg.
+        #[arg(long, default_value = "rank")]
+        objective: autotune_tune::model::Objective,
         #[arg(long)]
         out: PathBuf,
     },
+    /// How well a pre-trained model orders the trials of record logs, per
+    /// workload: pairwise accuracy and recall of the best few.
+    Rank {
+        /// The model file (`cargo autotune train`).
+        #[arg(long)]
+        model: PathBuf,
+        /// Source files holding the operators the records are of.
+        #[arg(long = "file", required = true)]
+        files: Vec<PathBuf>,
+        /// Record logs, or directories of them.
+        #[arg(long = "log", required = true)]
+        logs: Vec<PathBuf>,
+        /// Recall of the k best.
+        #[arg(long, default_value_t = 8)]
+        k: usize,
+    },
+}
+
+/// The trials of `target` in `logs` of the operators of `files`, with `set`
+/// features (skipped records are warned about).
+fn history_of(
+    files: &[PathBuf],
+    logs: &[PathBuf],
+    target: &Target,
+    set: autotune_tune::features::FeatureSet,
+) -> Result<autotune_tune::history::History> {
+    let mut ops = Vec::new();
+    for f in files {
+        ops.extend(load(&OpArgs {
+            file: f.clone(),
+            op: None,
+            spec: 0,
+        })?);
+    }
+    let (history, problems) = autotune_tune::history::History::load(
+        logs,
+        &ops,
+        target,
+        None,
+        set,
+        autotune_tune::features::FeatureSource::Plan,
+    );
+    for p in problems {
+        eprintln!("warning: skipped: {p}");
+    }
+    if history.is_empty() {
+        bail!("no trials of {target} for these operators in the logs");
+    }
+    Ok(history)
 }
 
 /// Expands `knob=a|b` alternatives of a config line into every combination.
@@ -399,6 +461,7 @@ fn main() -> Result<()> {
             cache,
             history,
             no_transfer,
+            model,
         } => {
             let w = workload(&target)?;
             // Every operator of the file can be learned from, at any shapes.
@@ -411,10 +474,18 @@ fn main() -> Result<()> {
             let id = w.id();
             let defaults = TuneOptions::default();
             let user_store = user_store();
+            let tuner = tuner.unwrap_or(TunerSpec::MODEL);
+            let pretrained = match (tuner, &model) {
+                (TunerSpec::FewShot { .. }, None) => {
+                    autotune_tune::pretrained::shipped(&host).transpose()?
+                }
+                (_, Some(path)) => Some(autotune_tune::pretrained::Pretrained::load(path)?),
+                _ => None,
+            };
             let session = TuningSession {
                 workload: &w,
                 operators: &ops,
-                tuner: tuner.unwrap_or(TunerSpec::MODEL),
+                tuner,
                 options: TuneOptions {
                     trials,
                     count_resumed: true,
@@ -443,6 +514,7 @@ fn main() -> Result<()> {
                 // As the build: the cached config and the operator's other winners.
                 seeds: cache::seeds(&entries, &id, &host),
                 mirror: None,
+                pretrained: pretrained.as_ref(),
             };
             let bar = if json {
                 ProgressBar::hidden()
@@ -651,42 +723,59 @@ fn main() -> Result<()> {
             logs,
             target,
             cpu,
+            objective,
             out,
         } => {
-            let mut ops = Vec::new();
-            for f in &files {
-                ops.extend(load(&OpArgs {
-                    file: f.clone(),
-                    op: None,
-                    spec: 0,
-                })?);
-            }
             let target = match target {
                 Some(t) => t,
                 None => host_target()?,
             };
-            let (history, problems) = autotune_tune::history::History::load(
+            let history = history_of(
+                &files,
                 &logs,
-                &ops,
                 &target,
-                None,
                 autotune_tune::features::FeatureSet::Curve,
-                autotune_tune::features::FeatureSource::Plan,
-            );
-            for p in problems {
-                eprintln!("warning: skipped: {p}");
-            }
-            if history.is_empty() {
-                bail!("no trials of {target} for these operators in the logs");
-            }
+            )?;
             let cpu = cpu.unwrap_or_else(cpu_name);
-            let model = autotune_tune::pretrained::Pretrained::train(&history, &target, &cpu)?;
+            let model =
+                autotune_tune::pretrained::Pretrained::train(&history, &target, &cpu, objective)?;
             model.save(&out)?;
             println!(
                 "{}: {} workloads, {} trials of {target} ({cpu})",
                 out.display(),
                 history.workloads.len(),
                 history.trials()
+            );
+        }
+        Command::Rank {
+            model,
+            files,
+            logs,
+            k,
+        } => {
+            let m = autotune_tune::pretrained::Pretrained::load(&model)?;
+            let history = history_of(&files, &logs, &m.file.target, m.set())?;
+            let rows = m.ranking(&history, k)?;
+            println!(
+                "{:<44} {:>6} {:>9} {:>10}",
+                "workload",
+                "trials",
+                "pairwise",
+                format!("recall@{k}")
+            );
+            for r in &rows {
+                println!(
+                    "{:<44} {:>6} {:>9.3} {:>10.3}",
+                    r.workload, r.trials, r.pairwise, r.recall
+                );
+            }
+            let n = rows.len().max(1) as f64;
+            println!(
+                "{:<44} {:>6} {:>9.3} {:>10.3}",
+                "mean",
+                rows.iter().map(|r| r.trials).sum::<usize>(),
+                rows.iter().map(|r| r.pairwise).sum::<f64>() / n,
+                rows.iter().map(|r| r.recall).sum::<f64>() / n
             );
         }
         Command::Sweep {

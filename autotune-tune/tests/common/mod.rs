@@ -73,8 +73,10 @@ pub fn tuner(
     w: &Workload,
     history: Option<&autotune_tune::history::History>,
 ) -> Box<dyn autotune_tune::Tuner> {
+    // The few-shot tuners rank with the model shipped for this machine.
+    let pretrained = autotune_tune::pretrained::shipped(&target()).map(|m| m.unwrap());
     name.parse::<autotune_tune::TunerSpec>()
         .unwrap()
-        .build(w, seed, history, &[])
+        .build(w, seed, history, &[], pretrained.as_ref())
         .unwrap()
 }

@@ -1,0 +1,104 @@
+//! The few-shot search: a pre-trained model's picks are measured a batch at a
+//! time, and the search stops once the measured best is what the model
+//! expects; where the model's scores do not track the measurements, it runs
+//! its budget and says it cannot judge. Measurements here are synthetic (a
+//! known function of the config), so nothing is compiled.
+
+use std::collections::HashSet;
+
+use autotune_codegen::Space;
+use autotune_tune::features::FeatureSet;
+use autotune_tune::model::{CostModel, Matrix, ModelError, TrainingSet};
+use autotune_tune::search::{self, ModelTuner, SearchOptions, FEW_SHOT_WITHIN};
+use autotune_tune::Tuner;
+
+mod common;
+
+/// A "pre-trained" model that scores a row by the sum of its features.
+struct SumOfFeatures;
+
+impl CostModel for SumOfFeatures {
+    fn name(&self) -> String {
+        "sum".into()
+    }
+    fn fit(&mut self, _: &TrainingSet) -> Result<(), ModelError> {
+        Err(ModelError::ReadOnly)
+    }
+    fn predict(&self, x: &Matrix, base: Option<&[f32]>) -> Result<Vec<f32>, ModelError> {
+        Ok((0..x.rows())
+            .map(|i| x.row(i).iter().sum::<f32>() + base.map_or(0.0, |b| b[i]))
+            .collect())
+    }
+    fn save(&self) -> Result<Vec<u8>, ModelError> {
+        Err(ModelError::ReadOnly)
+    }
+    fn load(&mut self, _: &[u8]) -> Result<(), ModelError> {
+        Err(ModelError::ReadOnly)
+    }
+}
+
+/// Runs a few-shot search without refits on a GEMM whose "throughput" is
+/// `truth(score)` of the model's own score, for at most `budget` trials;
+/// returns the trials measured and the tuner.
+fn run(truth: impl Fn(f32) -> f64, budget: usize) -> (usize, ModelTuner) {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let opts = SearchOptions {
+        epsilon: 0.0,
+        stop_within: Some(FEW_SHOT_WITHIN),
+        ..SearchOptions::default()
+    };
+    let mut t = search::few_shot(
+        &w,
+        Box::new(SumOfFeatures),
+        FeatureSet::Curve,
+        false,
+        opts,
+        1,
+        None,
+        &[],
+    )
+    .unwrap();
+    let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
+    let mut measured = HashSet::new();
+    while measured.len() < budget {
+        let batch = t.propose(&space, 8.min(budget - measured.len()), &measured);
+        if batch.is_empty() {
+            break;
+        }
+        let results: Vec<(u128, Option<f64>)> = batch
+            .iter()
+            .map(|&i| {
+                let f = featurizer.features(&space.config_at(i)).unwrap();
+                (i, Some(truth(f.iter().sum())))
+            })
+            .collect();
+        measured.extend(batch);
+        t.observe(&space, &results);
+    }
+    (measured.len(), t)
+}
+
+#[test]
+fn a_model_that_knows_the_workload_stops_the_search_early() {
+    let (trials, t) = run(|s| f64::from(s).max(0.01), 64);
+    let outlook = t.outlook().expect("the search judged its progress");
+    assert!(outlook.stopped, "{outlook:?}");
+    assert!(trials < 64, "stopped after {trials} trials");
+    let notes = t.notes().join("\n");
+    assert!(notes.contains("stopped after"), "{notes}");
+    assert_eq!(t.name(), "few-shot");
+}
+
+#[test]
+fn a_model_whose_scores_do_not_track_the_measurements_runs_its_budget() {
+    let (trials, t) = run(|s| 1.0 / (1.0 + f64::from(s).max(0.0)), 32);
+    assert_eq!(trials, 32);
+    let outlook = t.outlook().expect("the search judged its progress");
+    assert!(
+        !outlook.stopped && outlook.expected.is_none(),
+        "{outlook:?}"
+    );
+    let notes = t.notes().join("\n");
+    assert!(notes.contains("do not track"), "{notes}");
+}

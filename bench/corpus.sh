@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The pre-trained cost model's corpus and its training (issue 16): every
+# workload of bench/corpus.rs tuned with xgb-rank (no transfer; TRIALS trials or
+# TUNE_SECONDS s each, whichever ends first; timed with the threads kernels ship with
+# here), the records kept one log per operator, then `cargo autotune train` on
+# all of them. Rerun it to make a model for another machine or ISA level:
+#   bash bench/corpus.sh                          # this CPU's best level
+#   AUTOTUNE_TUNE_ISA=avx2 bash bench/corpus.sh   # capped at AVX2
+# Writes the logs to $LOGS (default bench/corpus/<arch>-<isa>/), resuming what
+# is there, and the model to $MODEL (default
+# autotune-tune/models/<arch>-<isa>.json, the file builds use). Set MODEL=- to
+# only tune.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TRIALS=${TRIALS:-48}
+SECONDS_EACH=${TUNE_SECONDS:-30}
+# CARGO_AUTOTUNE=<binary> uses that build of cargo-autotune instead.
+if [ -z "${CARGO_AUTOTUNE:-}" ]; then
+    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
+fi
+AT="${CARGO_AUTOTUNE:-$ROOT/target/release/cargo-autotune}"
+ISA=${AUTOTUNE_TUNE_ISA:-$(grep -qw avx512f /proc/cpuinfo && echo avx512 || (grep -qw avx2 /proc/cpuinfo && echo avx2 || echo baseline))}
+NAME="$(uname -m)-$ISA"
+LOGS=${LOGS:-$ROOT/bench/corpus/$NAME}
+MODEL=${MODEL:-$ROOT/autotune-tune/models/$NAME.json}
+mkdir -p "$LOGS"
+# A packed corpus resumes from its unpacked logs.
+if [ -f "$LOGS/raw.tar.xz" ]; then tar -xJf "$LOGS/raw.tar.xz" -C "$LOGS" --skip-old-files; fi
+# Each operator and its number of specialisations, from the source.
+python3 - "$ROOT/bench/corpus.rs" >"$LOGS/workloads.txt" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+for attr, name in re.findall(r"#\[tensor_op\((.*?)\)\]\s*pub fn (\w+)", src, re.S):
+    print(name, attr.count("specialize("))
+PY
+while read -r op n; do
+    for ((spec = 0; spec < n; spec++)); do
+        "$AT" autotune tune --file "$ROOT/bench/corpus.rs" --op "$op" \
+            --spec "$spec" --tuner xgb-rank --no-transfer --trials "$TRIALS" \
+            --seconds "$SECONDS_EACH" --log "$LOGS/$op.jsonl" --dir /tmp/autotune-corpus --json |
+            python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-40s %4d trials %8.1f GFLOP/s %6.1f s" % (r["workload"], r["trials"], r["best_gflops"] or 0, r["seconds"]))'
+    done
+done <"$LOGS/workloads.txt"
+# The logs, packed for the commit (bench/results/README.md describes the format).
+rm -f "$LOGS/raw.tar.xz"
+bash "$ROOT/bench/pack-results.sh" "$LOGS"
+if [ "$MODEL" != "-" ]; then
+    mkdir -p "$(dirname "$MODEL")"
+    "$AT" autotune train --file "$ROOT/bench/corpus.rs" --log "$LOGS" --out "$MODEL"
+fi
