@@ -20,9 +20,10 @@
 //!   shipped with the project, the batches are small, and the search stops
 //!   once the measured best is within a threshold of what the model, calibrated
 //!   on the trials so far, expects of the configs it has not measured. Without
-//!   XGBoost there is no local model: the pre-trained one scores alone, and
-//!   after each batch the annealing restarts at the best measured configs and
-//!   looks only a few knobs away from them.
+//!   XGBoost there is no local model: the pre-trained one picks the first
+//!   batch, and later ones are bred from the measured configs (the genetic
+//!   tuner's operators), ranked by the model where its scores track the
+//!   measurements. The stop needs a batch past the first that did not improve.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -35,7 +36,7 @@ use autotune_codegen::{Config, Space, Workload};
 use crate::features::{FeatureSet, Featurizer};
 use crate::history::History;
 use crate::model::{CostModel, Matrix, ModelError, Objective, TrainingSet};
-use crate::tuner::{random_fresh, Tuner};
+use crate::tuner::{random_fresh, GeneticTuner, Tuner};
 
 /// Settings of the model-guided search.
 #[derive(Clone, Debug)]
@@ -76,10 +77,6 @@ impl Default for SearchOptions {
         }
     }
 }
-
-/// Annealing steps per batch of a search without a local model, once it has
-/// measurements: how far from the best measured configs it looks.
-const NEIGHBOURHOOD_STEPS: usize = 4;
 
 /// Where the tuner's own time went.
 #[derive(Clone, Debug, Default)]
@@ -126,6 +123,11 @@ pub struct ModelTuner {
     pub overhead: Overhead,
     /// What the model expected of the unmeasured configs at the last batch.
     outlook: Option<Outlook>,
+    /// Without a local model: breeds the later batches from the measured
+    /// configs (ranked by the global model where its scores track them).
+    breeder: Option<GeneticTuner>,
+    /// The best throughput before the last batch and after it.
+    progress: (Option<f64>, Option<f64>),
 }
 
 /// What the model, calibrated on the measured trials, expects of the best
@@ -172,6 +174,8 @@ impl ModelTuner {
             seeds: Vec::new(),
             overhead: Overhead::default(),
             outlook: None,
+            breeder: None,
+            progress: (None, None),
         }
     }
 
@@ -342,14 +346,7 @@ impl ModelTuner {
             // Scored by the global model alone: anneal on the spread of its scores.
             self.scale = spread(&current);
         }
-        // Without a local model the scores never learn from the measurements, so
-        // after the first batch the chains (restarted at the best measured
-        // configs) stay near them: a few knobs away, ranked by the model.
-        let steps = if self.model.is_none() && !self.observed.is_empty() {
-            NEIGHBOURHOOD_STEPS
-        } else {
-            self.opts.steps
-        };
+        let steps = self.opts.steps;
         let start = Instant::now();
         for step in 0..steps {
             if start.elapsed() > self.opts.max_search {
@@ -559,6 +556,9 @@ impl Tuner for ModelTuner {
         }
         let picked = match self.anneal(space, left * self.opts.pool, &seen) {
             Ok(cands) if self.should_stop(space, &cands) => return Vec::new(),
+            Ok(_) if self.breeder.is_some() && !self.observed.is_empty() => {
+                self.breed(space, left, &seen)
+            }
             Ok(cands) if self.opts.diversity => self.pick_diverse(space, &cands, left),
             Ok(cands) => cands.iter().take(left).map(|c| c.0).collect(),
             // A model that cannot score leaves the search random, not stopped
@@ -610,6 +610,11 @@ impl Tuner for ModelTuner {
 
     fn observe(&mut self, space: &Space, results: &[(u128, Option<f64>)]) {
         self.observed.extend_from_slice(results);
+        let best = self.observed.iter().filter_map(|o| o.1).reduce(f64::max);
+        self.progress = (self.progress.1, best);
+        if let Some(b) = &mut self.breeder {
+            b.observe(space, results);
+        }
         if let Err(e) = self.refit(space) {
             self.failed(&e);
             self.fitted = false;
@@ -622,6 +627,32 @@ impl ModelTuner {
     /// Whether the few-shot search is done: the measured best is within
     /// `stop_within` of what the model expects of `cands`, the best unmeasured
     /// configs it found. Records the outlook either way.
+    /// A later batch without a local model: offspring of the measured configs
+    /// (the genetic tuner's crossover and mutation), the `n` best by the
+    /// global model's score where its scores track this workload, else as bred.
+    fn breed(&mut self, space: &Space, n: usize, seen: &HashSet<u128>) -> Vec<u128> {
+        let pool = n * self.opts.pool;
+        let bred = self
+            .breeder
+            .as_mut()
+            .expect("called with a breeder")
+            .propose(space, pool, seen);
+        let tracks = self.outlook.is_some_and(|o| o.expected.is_some());
+        if !tracks {
+            return bred.into_iter().take(n).collect();
+        }
+        match self.score(space, &bred) {
+            Ok(scores) => {
+                let cands: Vec<(u128, f32)> = bred.into_iter().zip(scores).collect();
+                self.pick_diverse(space, &cands, n)
+            }
+            Err(e) => {
+                self.failed(&e);
+                bred.into_iter().take(n).collect()
+            }
+        }
+    }
+
     fn should_stop(&mut self, space: &Space, cands: &[(u128, f32)]) -> bool {
         let Some(within) = self.opts.stop_within else {
             return false;
@@ -629,6 +660,12 @@ impl ModelTuner {
         if self.observed.len() < 4 {
             return false; // the first batch is the model's pick alone
         }
+        // The model's calibration rests on its own picks, which score alike: it
+        // is trusted only once a batch past the first stopped improving too.
+        let stalled = match self.progress {
+            (Some(before), Some(after)) => after <= before * (1.0 + within),
+            _ => false,
+        };
         let top = cands.iter().map(|c| c.1).fold(f32::MIN, f32::max);
         let expected = match self.expected_gain(space, top) {
             Ok(e) => e,
@@ -637,7 +674,7 @@ impl ModelTuner {
                 None
             }
         };
-        let stopped = expected.is_some_and(|e| e <= 1.0 + within);
+        let stopped = stalled && expected.is_some_and(|e| e <= 1.0 + within);
         self.outlook = Some(Outlook {
             trials: self.observed.len(),
             expected,
@@ -677,9 +714,11 @@ pub const FEW_SHOT_WITHIN: f64 = 0.05;
 
 /// The few-shot tuner: the pre-trained `global` model (over `set` features)
 /// ranks the space from the first batch; with `refit`, a local XGBoost model
-/// corrects it as measurements come (as transfer does); the search stops
-/// once the measured best is within `stop_within` (e.g. [`FEW_SHOT_WITHIN`])
-/// of what the model expects. `history` adds seeds (the best configs of the
+/// corrects it as measurements come (as transfer does), without, later
+/// batches are bred from the measured configs; the search stops once a batch
+/// past the first improved the best by less than `stop_within` (e.g.
+/// [`FEW_SHOT_WITHIN`]) and the measured best is within that of what the
+/// model expects. `history` adds seeds (the best configs of the
 /// most similar past workloads), not a model.
 #[allow(clippy::too_many_arguments)]
 pub fn few_shot(
@@ -706,6 +745,9 @@ pub fn few_shot(
     };
     let mut t = ModelTuner::new(w, local, opts, seed).with_transfer(global, set);
     t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
+    if !refit {
+        t.breeder = Some(GeneticTuner::new(seed));
+    }
     Ok(t.with_seeds(&space, &seeds))
 }
 
