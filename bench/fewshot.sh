@@ -29,7 +29,7 @@ TRIALS=${TRIALS:-48}
 FEW_TRIALS=${FEW_TRIALS:-64}
 REF_TRIALS=${REF_TRIALS:-128}
 SEEDS=${SEEDS:-"1 2 3"}
-TUNERS=${TUNERS:-"xgb-rank genetic random"}
+TUNERS=${TUNERS-"xgb-rank genetic random"}
 OUT=${OUT:-$ROOT/bench/results/fewshot-$(date +%Y%m%d-%H%M%S)}
 if [ -z "${CARGO_AUTOTUNE:-}" ]; then
     (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)

@@ -346,13 +346,12 @@ impl ModelTuner {
             // Scored by the global model alone: anneal on the spread of its scores.
             self.scale = spread(&current);
         }
-        let steps = self.opts.steps;
         let start = Instant::now();
-        for step in 0..steps {
+        for step in 0..self.opts.steps {
             if start.elapsed() > self.opts.max_search {
                 break;
             }
-            let temp = self.scale * (1.0 - step as f32 / steps as f32);
+            let temp = self.scale * (1.0 - step as f32 / self.opts.steps as f32);
             // A step to a config of unsensible code size is not taken.
             let next: Vec<Option<u128>> = (0..self.chains.len())
                 .map(|c| self.neighbour(space, self.chains[c]))
@@ -456,54 +455,6 @@ impl ModelTuner {
         self.scale = spread(&train);
         self.scores.clear();
         Ok(())
-    }
-}
-
-impl ModelTuner {
-    /// What the model expects of an unmeasured config scored `top`, relative
-    /// to the measured best: a least-squares line from score to throughput
-    /// (as a share of the best) through the successful trials, read at `top`,
-    /// plus the line's residual spread (its error on those trials: the best
-    /// unmeasured configs score below the measured ones by construction, so
-    /// the line alone would always call the search done). `None` with fewer
-    /// than four trials, or where the scores do not rise with throughput
-    /// (correlation below 0.3): then the model cannot judge.
-    fn expected_gain(&mut self, space: &Space, top: f32) -> Result<Option<f64>, ModelError> {
-        let ok: Vec<(u128, f64)> = self
-            .observed
-            .iter()
-            .filter_map(|(i, g)| g.map(|g| (*i, g)))
-            .collect();
-        let best = ok.iter().map(|o| o.1).fold(0.0f64, f64::max);
-        if ok.len() < 4 || best <= 0.0 {
-            return Ok(None);
-        }
-        let ids: Vec<u128> = ok.iter().map(|o| o.0).collect();
-        let s: Vec<f64> = self
-            .score(space, &ids)?
-            .into_iter()
-            .map(f64::from)
-            .collect();
-        let g: Vec<f64> = ok.iter().map(|o| o.1 / best).collect();
-        let n = s.len() as f64;
-        let (ms, mg) = (s.iter().sum::<f64>() / n, g.iter().sum::<f64>() / n);
-        let cov: f64 = s.iter().zip(&g).map(|(a, b)| (a - ms) * (b - mg)).sum();
-        let (vs, vg) = (
-            s.iter().map(|a| (a - ms).powi(2)).sum::<f64>(),
-            g.iter().map(|b| (b - mg).powi(2)).sum::<f64>(),
-        );
-        if vs <= 0.0 || vg <= 0.0 || cov / (vs * vg).sqrt() < 0.3 {
-            return Ok(None);
-        }
-        let slope = cov / vs;
-        let line = |x: f64| mg + slope * (x - ms);
-        let residual = s
-            .iter()
-            .zip(&g)
-            .map(|(a, b)| (b - line(*a)).powi(2))
-            .sum::<f64>();
-        let spread = (residual / (n - 2.0)).sqrt();
-        Ok(Some(line(f64::from(top)) + spread))
     }
 }
 
@@ -624,9 +575,52 @@ impl Tuner for ModelTuner {
 }
 
 impl ModelTuner {
-    /// Whether the few-shot search is done: the measured best is within
-    /// `stop_within` of what the model expects of `cands`, the best unmeasured
-    /// configs it found. Records the outlook either way.
+    /// What the model expects of an unmeasured config scored `top`, relative
+    /// to the measured best: a least-squares line from score to throughput
+    /// (as a share of the best) through the successful trials, read at `top`,
+    /// plus the line's residual spread (its error on those trials: the best
+    /// unmeasured configs score below the measured ones by construction, so
+    /// the line alone would always call the search done). `None` with fewer
+    /// than four trials, or where the scores do not rise with throughput
+    /// (correlation below 0.3): then the model cannot judge.
+    fn expected_gain(&mut self, space: &Space, top: f32) -> Result<Option<f64>, ModelError> {
+        let ok: Vec<(u128, f64)> = self
+            .observed
+            .iter()
+            .filter_map(|(i, g)| g.map(|g| (*i, g)))
+            .collect();
+        let best = ok.iter().map(|o| o.1).fold(0.0f64, f64::max);
+        if ok.len() < 4 || best <= 0.0 {
+            return Ok(None);
+        }
+        let ids: Vec<u128> = ok.iter().map(|o| o.0).collect();
+        let s: Vec<f64> = self
+            .score(space, &ids)?
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let g: Vec<f64> = ok.iter().map(|o| o.1 / best).collect();
+        let n = s.len() as f64;
+        let (ms, mg) = (s.iter().sum::<f64>() / n, g.iter().sum::<f64>() / n);
+        let cov: f64 = s.iter().zip(&g).map(|(a, b)| (a - ms) * (b - mg)).sum();
+        let (vs, vg) = (
+            s.iter().map(|a| (a - ms).powi(2)).sum::<f64>(),
+            g.iter().map(|b| (b - mg).powi(2)).sum::<f64>(),
+        );
+        if vs <= 0.0 || vg <= 0.0 || cov / (vs * vg).sqrt() < 0.3 {
+            return Ok(None);
+        }
+        let slope = cov / vs;
+        let line = |x: f64| mg + slope * (x - ms);
+        let residual = s
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| (b - line(*a)).powi(2))
+            .sum::<f64>();
+        let spread = (residual / (n - 2.0)).sqrt();
+        Ok(Some(line(f64::from(top)) + spread))
+    }
+
     /// A later batch without a local model: offspring of the measured configs
     /// (the genetic tuner's crossover and mutation), the `n` best by the
     /// global model's score where its scores track this workload, else as bred.
@@ -653,6 +647,10 @@ impl ModelTuner {
         }
     }
 
+    /// Whether the few-shot search is done: a batch past the first stopped
+    /// improving and the measured best is within `stop_within` of what the
+    /// model expects of `cands`, the best unmeasured configs it found. Records
+    /// the outlook either way.
     fn should_stop(&mut self, space: &Space, cands: &[(u128, f32)]) -> bool {
         let Some(within) = self.opts.stop_within else {
             return false;

@@ -169,7 +169,7 @@ fn a_model_trained_on_a_history_ranks_its_trials() {
 #[test]
 fn every_shipped_model_is_current_and_for_its_target() {
     let shipped = autotune_tune::pretrained::check_shipped();
-    assert!(!shipped.is_empty());
+    assert!(shipped.len() >= 2, "the AVX-512 and AVX2 models");
     for (name, loaded) in shipped {
         let loaded = loaded.unwrap_or_else(|e| panic!("{name}: {e}"));
         let t = &loaded.file.target;
