@@ -706,6 +706,9 @@ impl std::fmt::Display for Outlook {
     }
 }
 
+/// Configs a few-shot search measures per batch, so that it can stop early.
+pub const FEW_SHOT_BATCH: usize = 8;
+
 /// Share of a pre-trained model's scores a few-shot search is satisfied with:
 /// it stops once the measured best is within 5% of what the model expects.
 pub const FEW_SHOT_WITHIN: f64 = 0.05;
@@ -736,7 +739,7 @@ pub fn few_shot(
     }
     // Seeds are measured first: at most half of the first batch, so that the
     // model's own picks are measured too.
-    seeds.truncate(crate::spec::TunerSpec::FEW_SHOT_BATCH / 2);
+    seeds.truncate(FEW_SHOT_BATCH / 2);
     let local = match refit {
         true => Some(crate::model::default_model(Objective::Rank, seed)?),
         false => None,

@@ -372,7 +372,7 @@ impl TuningSession<'_> {
         let mirror = self.mirror.as_ref();
         let mut options = self.options.clone();
         if matches!(spec, TunerSpec::FewShot { .. }) {
-            options.batch = options.batch.min(TunerSpec::FEW_SHOT_BATCH);
+            options.batch = options.batch.min(crate::search::FEW_SHOT_BATCH);
         }
         let summary = tune(w, tuner.as_mut(), &options, &mut |r, s| {
             if let Some(log) = mirror {

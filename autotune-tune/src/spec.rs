@@ -49,9 +49,6 @@ impl TunerSpec {
     /// The black-box tuner used where the cost model is not built in.
     pub const BLACK_BOX: TunerSpec = TunerSpec::Genetic;
 
-    /// Configs a few-shot search measures per batch, so that it can stop early.
-    pub const FEW_SHOT_BATCH: usize = 8;
-
     /// The names `FromStr` accepts, for help texts.
     pub const NAMES: &'static [&'static str] = &[
         "few-shot",
