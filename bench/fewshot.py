@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiments import load_runs, reach, unpack  # noqa: E402
 
 BUDGETS = [8, 16, 32, 48, 64]
-ORDER = ["few-shot", "xgb-rank", "genetic", "random"]
+ORDER = ["few-shot", "few-shot-refit", "xgb-rank", "genetic", "random"]
 
 
 def at(curve, n):
@@ -51,7 +51,9 @@ def main(d):
     out = ["# Few-shot tuning on held-out workloads", ""]
     log = os.path.join(d, "run.log")
     if os.path.exists(log):
-        out += [line.strip() for line in open(log) if line.startswith("#")] + [""]
+        # The run's header lines, once each (a continued run appends its own).
+        heads = [line.strip() for line in open(log) if line.startswith(("# fewshot", "# corpus"))]
+        out += list(dict.fromkeys(heads)) + [""]
     for name in sorted(runs):
         tuners = runs[name]
         best = max(max(r["best"] or [0.0]) for t in tuners.values() for r in t.values())
@@ -66,12 +68,12 @@ def main(d):
             seeds = tuners[tuner]
             reached = [reach(r["best"], 0.95 * best) for r in seeds.values()]
             secs = [r["elapsed"][n - 1] if n else None for r, n in zip(seeds.values(), reached)]
-            zero = [first_pick(d, name, tuner, s) for s in seeds] if tuner == "few-shot" else []
+            zero = [first_pick(d, name, tuner, s) for s in seeds] if tuner.startswith("few-shot") else []
             zero = [z / best if z is not None else None for z in zero]
             row = [tuner, str(len(seeds)), fmt(median_or_none(reached)), fmt(median_or_none(secs)),
                    f"{sum(n is not None for n in reached)}/{len(seeds)}",
                    fmt(median_or_none([len(r["best"]) for r in seeds.values()])),
-                   fmt(median_or_none(zero), "{:.2f}") if tuner == "few-shot" else ""]
+                   fmt(median_or_none(zero), "{:.2f}") if tuner.startswith("few-shot") else ""]
             row += [fmt(statistics.median(at(r["best"], b) for r in seeds.values()) / best, "{:.2f}")
                     for b in BUDGETS]
             out.append("| " + " | ".join(row) + " |")
