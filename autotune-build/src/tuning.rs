@@ -98,12 +98,14 @@ pub(crate) fn tune_one(
     let session = TuningSession {
         workload: w,
         operators: all_ops,
-        tuner: if pretrained.is_some() {
+        // Few-shot unless the model is turned off; without a model for the
+        // target the session falls back to xgb-rank (or genetic) and says so.
+        tuner: if settings.model == ModelChoice::Off {
+            TunerSpec::MODEL
+        } else {
             TunerSpec::FewShot {
                 refit: autotune_tune::model::AVAILABLE,
             }
-        } else {
-            TunerSpec::MODEL
         },
         options: TuneOptions {
             trials: settings.budget.trials,

@@ -330,7 +330,8 @@ impl TuningSession<'_> {
         if matches!(spec, TunerSpec::FewShot { .. }) && pretrained.is_none() {
             notes.push(format!(
                 "no pre-trained model for {target}, so {} is tuned with {} instead of few-shot; \
-                 make one with bench/corpus.sh",
+                 make one with autotune's bench/corpus.sh or `cargo autotune train` and point \
+                 AUTOTUNE_MODEL at it",
                 w.key(),
                 TunerSpec::MODEL
             ));
