@@ -57,8 +57,9 @@ pub struct SearchOptions {
     /// next to measurement even where this crate is built without optimisation
     /// (a build script in a debug profile).
     pub max_search: Duration,
-    /// Stop once the measured best is within this share of the best the model
-    /// expects (few-shot); `None`: run the whole budget.
+    /// Stop once a batch past the first improved the best by less than this
+    /// share and the measured best is within it of what the model expects
+    /// (few-shot); `None`: run the whole budget.
     pub stop_within: Option<f64>,
 }
 

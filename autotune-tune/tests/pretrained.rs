@@ -151,15 +151,10 @@ fn a_model_trained_on_a_history_ranks_its_trials() {
         assert_eq!(trained.trained_on.trials, 120);
         let dir = common::scratch("pretrained-train");
         trained.save(&dir.join("m.json")).unwrap();
-        let forest = Pretrained::load(&dir.join("m.json")).unwrap().forest;
-        let p = &history.workloads[0];
-        let mut x = Matrix::new(p.trials[0].2.len());
-        for t in &p.trials {
-            x.push(&t.2);
-        }
-        let score = forest.predict(&x, None).unwrap();
-        let truth: Vec<f32> = p.trials.iter().map(|t| t.1.unwrap() as f32).collect();
-        let accuracy = autotune_tune::model::pairwise_accuracy(&truth, &score);
+        let loaded = Pretrained::load(&dir.join("m.json")).unwrap();
+        let ranking = loaded.ranking(&history, 8).unwrap();
+        assert_eq!(ranking[0].workload, history.workloads[0].workload.key());
+        let accuracy = ranking[0].pairwise;
         assert!(accuracy > 0.8, "pairwise accuracy {accuracy}");
     }
 }
