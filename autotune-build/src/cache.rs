@@ -3,9 +3,16 @@
 //! sorted, so a file changes only where a result changed.
 //!
 //! An entry is keyed by the exact workload ([`WorkloadId`]: operator IR
-//! fingerprint and shapes), the target (triple and ISA level) and the generator
-//! version of the schedule space; it records the config (knob → value), its
-//! throughput, how it was found, on which CPU and compiler, and when.
+//! fingerprint and shapes), the target (triple and ISA level), the CPU it was
+//! tuned on ([`Cpu`]) and the generator version of the schedule space; it
+//! records the config (knob → value), its throughput, how it was found, with
+//! which compiler, and when.
+//!
+//! Entries of several CPUs live side by side: a lookup prefers this CPU's, and
+//! replays another CPU's ([`Lookup::Foreign`], which callers announce) when
+//! this one has none; a store replaces only the entry of its own CPU. Entries
+//! of another generator version are stale: reported and used as seeds, never
+//! applied, and kept (whoever has that CPU re-tunes them).
 //!
 //! Writes merge into the file under a lock and replace it atomically, so two
 //! builds writing at once lose nothing; a file that does not parse is reported
@@ -14,15 +21,57 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use autotune_codegen::{Config, Target, WorkloadId};
+use autotune_codegen::{Config, CpuId, Target, WorkloadId};
 use serde::{Deserialize, Serialize};
 
 pub use autotune_codegen::GENERATOR_VERSION;
 
 /// Version of the cache file's format: 2 added `format` and each entry's
-/// `threads`. Files without `format` (version 1) read as before; they gain the
-/// key when next written.
-pub const FORMAT_VERSION: u32 = 2;
+/// `threads`, 3 each entry's `cpu_id`. Files of older versions read as before;
+/// they gain the keys when next written.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The CPU an entry was tuned on: the model name, and the CPUID identity
+/// where it was recorded (format 3 on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cpu {
+    pub name: String,
+    pub id: Option<CpuId>,
+}
+
+impl Cpu {
+    /// This machine's CPU.
+    pub fn host() -> Cpu {
+        Cpu {
+            name: cpu_model(),
+            id: CpuId::detect(),
+        }
+    }
+
+    /// Whether two descriptions name the same CPU: by CPUID where both have
+    /// one (model names are often generic: a VM's "Intel Xeon Processor"
+    /// spans generations), else by model name, as entries were told apart
+    /// before ids were recorded.
+    pub fn same(&self, other: &Cpu) -> bool {
+        match (&self.id, &other.id) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.name == other.name,
+        }
+    }
+
+    fn vendor(&self) -> Option<&str> {
+        self.id.as_ref().map(|i| i.vendor.as_str())
+    }
+}
+
+impl std::fmt::Display for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.id {
+            Some(id) => write!(f, "{} ({id})", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -35,7 +84,11 @@ pub struct Entry {
     pub gflops: f64,
     pub trials: usize,
     pub tuner: String,
+    /// The CPU's model name.
     pub cpu: String,
+    /// The CPU's CPUID identity (none in files before format 3, or off x86).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_id: Option<CpuId>,
     pub compiler: String,
     /// The kernel thread count the config was tuned at (none in format 1 files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,6 +96,16 @@ pub struct Entry {
     /// `YYYY-MM-DD` (UTC).
     pub date: String,
     pub config: Config,
+}
+
+impl Entry {
+    /// The CPU this entry was tuned on.
+    pub fn tuned_on(&self) -> Cpu {
+        Cpu {
+            name: self.cpu.clone(),
+            id: self.cpu_id.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -107,39 +170,71 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, CacheError> {
         })
 }
 
-/// What the cache holds for a workload on a target.
+/// What the cache holds for a workload on a target and CPU.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lookup {
+    /// This CPU's entry.
     Hit(Entry),
-    /// An entry of another generator version: reported, never applied.
+    /// No entry of this CPU's, but one of another CPU's (of the same vendor if
+    /// there is one, else the newest): replayed, and callers say so.
+    Foreign(Entry),
+    /// Only entries of another generator version (this CPU's if there is
+    /// one): reported, never applied.
     Stale(Entry),
     Miss,
 }
 
-pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target) -> Lookup {
-    match entries
+pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu: &Cpu) -> Lookup {
+    let (current, stale): (Vec<&Entry>, Vec<&Entry>) = entries
         .iter()
-        .find(|e| e.workload_id == *workload_id && e.target == *target)
-    {
-        Some(e) if e.generator == GENERATOR_VERSION => Lookup::Hit(e.clone()),
-        Some(e) => Lookup::Stale(e.clone()),
-        None => Lookup::Miss,
+        .filter(|e| e.workload_id == *workload_id && e.target == *target)
+        .partition(|e| e.generator == GENERATOR_VERSION);
+    fn own<'a>(list: &[&'a Entry], cpu: &Cpu) -> Option<&'a Entry> {
+        list.iter().find(|e| cpu.same(&e.tuned_on())).copied()
+    }
+    if let Some(e) = own(&current, cpu) {
+        return Lookup::Hit(e.clone());
+    }
+    let foreign = current.iter().max_by(|a, b| {
+        let kin = |e: &Entry| {
+            e.tuned_on()
+                .vendor()
+                .is_some_and(|v| Some(v) == cpu.vendor())
+        };
+        (kin(a), &a.date).cmp(&(kin(b), &b.date))
+    });
+    match (foreign, own(&stale, cpu).or(stale.first().copied())) {
+        (Some(e), _) => Lookup::Foreign((*e).clone()),
+        (None, Some(e)) => Lookup::Stale(e.clone()),
+        (None, None) => Lookup::Miss,
     }
 }
 
 /// Configs a tuning run of `workload_id` starts from: its own cached config
-/// (re-tuning, or stale: the last generator's winner is still a point of the
-/// space), then the winners of the operator's other workloads on `target`.
-pub fn seeds(entries: &[Entry], workload_id: &WorkloadId, target: &Target) -> Vec<Config> {
+/// on this CPU (re-tuning, or stale: the last generator's winner is still a
+/// point of the space), its configs of other CPUs, then the winners of the
+/// operator's other workloads on `target`.
+pub fn seeds(
+    entries: &[Entry],
+    workload_id: &WorkloadId,
+    target: &Target,
+    cpu: &Cpu,
+) -> Vec<Config> {
     let mut on_target: Vec<&Entry> = entries.iter().filter(|e| e.target == *target).collect();
-    on_target.sort_by_key(|e| e.workload_id != *workload_id);
+    on_target.sort_by_key(|e| (e.workload_id != *workload_id, !cpu.same(&e.tuned_on())));
     on_target.iter().map(|e| e.config.clone()).collect()
 }
 
-/// Adds or replaces `entry` (same workload and target) in the operator's file.
+/// Adds `entry` to the operator's file, replacing the entry of the same
+/// workload, target and CPU; other CPUs' entries stay.
 pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
+    let cpu = entry.tuned_on();
     rewrite(dir, op, |entries| {
-        entries.retain(|e| !(e.workload_id == entry.workload_id && e.target == entry.target));
+        entries.retain(|e| {
+            !(e.workload_id == entry.workload_id
+                && e.target == entry.target
+                && cpu.same(&e.tuned_on()))
+        });
         entries.push(entry);
     })
 }
@@ -182,6 +277,7 @@ fn rewrite(dir: &Path, op: &str, change: impl FnOnce(&mut Vec<Entry>)) -> Result
             e.workload.clone(),
             e.target.to_string(),
             e.workload_id.to_string(),
+            e.tuned_on().to_string(),
         )
     });
     let text = format!(
@@ -233,7 +329,7 @@ pub fn today() -> String {
 }
 
 /// The CPU model of this machine (from `/proc/cpuinfo` where there is one).
-pub fn cpu_model() -> String {
+fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {

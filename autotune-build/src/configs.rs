@@ -35,8 +35,9 @@ pub(crate) fn for_operator(
             spec,
         };
         let id = w.id();
+        let cpu = &settings.cpu;
         let found = if settings.native {
-            cache::lookup(&entries, &id, target)
+            cache::lookup(&entries, &id, target, cpu)
         } else {
             // Cross-compiling: any entry for the target triple, best first.
             let mut m: Vec<&Entry> = entries
@@ -44,11 +45,20 @@ pub(crate) fn for_operator(
                 .filter(|e| e.workload_id == id && e.target.triple == target.triple)
                 .collect();
             m.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
-            m.first()
-                .map_or(Lookup::Miss, |e| cache::lookup(&entries, &id, &e.target))
+            m.first().map_or(Lookup::Miss, |e| {
+                cache::lookup(&entries, &id, &e.target, cpu)
+            })
         };
         let config = match (found, mode) {
-            (Lookup::Hit(e), m) if m != Mode::Retune => {
+            (Lookup::Hit(e) | Lookup::Foreign(e), m) if m != Mode::Retune => {
+                if !cpu.same(&e.tuned_on()) {
+                    warn(&format!(
+                        "{}: replaying the config tuned on {}; the tuning cache has no entry \
+                         for this CPU, {cpu}. AUTOTUNE=retune tunes one here, beside it",
+                        w.key(),
+                        e.tuned_on(),
+                    ));
+                }
                 if let Some(t) = e.threads.filter(|t| *t != settings.threads) {
                     warn(&format!(
                         "{}: the cached config was tuned with {t} kernel threads; the kernels \
@@ -115,7 +125,7 @@ pub(crate) fn for_operator(
                 tune_miss(
                     &w,
                     all_ops,
-                    &cache::seeds(&entries, &id, target),
+                    &cache::seeds(&entries, &id, target, cpu),
                     cache_dir,
                     settings,
                     mode == Mode::Retune,
@@ -234,6 +244,7 @@ mod tests {
                 trials: 1,
                 tuner: "test".into(),
                 cpu: "test".into(),
+                cpu_id: None,
                 compiler: "test".into(),
                 threads: None,
                 date: "2026-11-29".into(),

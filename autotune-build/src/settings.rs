@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use autotune_codegen::{Isa, Target};
 use autotune_lang::mangle::Package;
 
+use crate::cache::Cpu;
 use crate::error::Error;
 
 /// What the build does with the tuning cache (`AUTOTUNE=off|cached|locked|tune|retune`).
@@ -123,6 +124,8 @@ pub struct Settings {
     pub isas: Vec<Isa>,
     /// Whether the build runs on the machine it builds for (tuning measures).
     pub native: bool,
+    /// This machine's CPU: the cache prefers its entries, and stores them.
+    pub cpu: Cpu,
     /// Jobs cargo runs at once (the build's share of the cores).
     pub jobs: usize,
     pub mode: Option<Mode>,
@@ -233,6 +236,7 @@ impl Settings {
             target: Target { triple, isa },
             isas,
             native,
+            cpu: Cpu::host(),
             jobs,
             mode,
             budget,

@@ -1,10 +1,29 @@
-//! The tuning cache: round trip, sorted stable output, stale entries, a corrupt
-//! file reported with its line and never overwritten, concurrent writers.
+//! The tuning cache: round trip, sorted stable output, stale entries, entries
+//! of several CPUs, a corrupt file reported with its line and never
+//! overwritten, concurrent writers.
 
 use std::path::{Path, PathBuf};
 
-use autotune_build::cache::{self, Entry, Lookup};
+use autotune_build::cache::{self, Cpu, Entry, Lookup};
 use autotune_codegen::Config;
+
+/// The CPU the entries of `entry` are tuned on.
+fn test_cpu() -> Cpu {
+    cpu("test cpu", Some("GenuineIntel-6-143"))
+}
+
+fn cpu(name: &str, id: Option<&str>) -> Cpu {
+    Cpu {
+        name: name.to_string(),
+        id: id.map(|i| i.parse().unwrap()),
+    }
+}
+
+fn on(cpu: &Cpu, mut e: Entry) -> Entry {
+    e.cpu = cpu.name.clone();
+    e.cpu_id = cpu.id.clone();
+    e
+}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cache-{name}"));
@@ -34,6 +53,7 @@ fn entry(workload: &str, gflops: f64) -> Entry {
         trials: 10,
         tuner: "genetic".to_string(),
         cpu: "test cpu".to_string(),
+        cpu_id: Some("GenuineIntel-6-143".parse().unwrap()),
         compiler: "cc 1".to_string(),
         threads: Some(2),
         date: "2026-11-29".to_string(),
@@ -62,20 +82,97 @@ fn round_trip_sorted_and_replaced() {
         cache::lookup(
             &entries,
             &id("mm[M1]"),
-            &target("x86_64-unknown-linux-gnu/avx512")
+            &target("x86_64-unknown-linux-gnu/avx512"),
+            &test_cpu()
         ),
         Lookup::Hit(entry("mm[M1]", 1.0))
     );
     assert_eq!(
-        cache::lookup(&entries, &id("mm[M1]"), &target("aarch64/baseline")),
+        cache::lookup(
+            &entries,
+            &id("mm[M1]"),
+            &target("aarch64/baseline"),
+            &test_cpu()
+        ),
         Lookup::Miss
     );
     let mut old = entry("mm[M3]", 1.0);
     old.generator = 0;
     assert!(matches!(
-        cache::lookup(&[old.clone()], &id("mm[M3]"), &old.target),
+        cache::lookup(&[old.clone()], &id("mm[M3]"), &old.target, &test_cpu()),
         Lookup::Stale(_)
     ));
+}
+
+/// A build prefers its own CPU's entry, replays another CPU's when it has none
+/// (same vendor first), and a store for one CPU keeps the others' entries.
+#[test]
+fn entries_of_several_cpus_live_side_by_side() {
+    let dir = scratch("cpus");
+    let intel = cpu("Intel Xeon", Some("GenuineIntel-6-143"));
+    let amd = cpu("AMD EPYC 9R14", Some("AuthenticAMD-25-17"));
+    let other_intel = cpu("Intel Xeon", Some("GenuineIntel-6-207"));
+    let zen5 = cpu("AMD EPYC 9R45", Some("AuthenticAMD-26-2"));
+    cache::store(&dir, "mm", on(&intel, entry("mm[M1]", 1.0))).unwrap();
+    cache::store(&dir, "mm", on(&amd, entry("mm[M1]", 2.0))).unwrap();
+    cache::store(&dir, "mm", on(&intel, entry("mm[M1]", 3.0))).unwrap();
+    let entries = cache::load(&dir, "mm").unwrap();
+    assert_eq!(
+        entries.len(),
+        2,
+        "one entry per CPU, the second store for a CPU replaces its first"
+    );
+    let t = target("x86_64-unknown-linux-gnu/avx512");
+    let look = |cpu: &Cpu| cache::lookup(&entries, &id("mm[M1]"), &t, cpu);
+    assert_eq!(look(&intel), Lookup::Hit(on(&intel, entry("mm[M1]", 3.0))));
+    assert_eq!(look(&amd), Lookup::Hit(on(&amd, entry("mm[M1]", 2.0))));
+    // The same model name on another microarchitecture is another CPU.
+    assert_eq!(
+        look(&other_intel),
+        Lookup::Foreign(on(&intel, entry("mm[M1]", 3.0)))
+    );
+    assert_eq!(look(&zen5), Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0))));
+
+    // An entry written before CPU ids were recorded is this CPU's when the
+    // model names agree.
+    let legacy = on(&cpu("AMD EPYC", None), entry("mm[M1]", 4.0));
+    let with_legacy = [legacy.clone()];
+    assert_eq!(
+        cache::lookup(
+            &with_legacy,
+            &id("mm[M1]"),
+            &t,
+            &Cpu {
+                name: "AMD EPYC".into(),
+                id: amd.id.clone()
+            }
+        ),
+        Lookup::Hit(legacy.clone())
+    );
+    assert_eq!(
+        cache::lookup(&with_legacy, &id("mm[M1]"), &t, &intel),
+        Lookup::Foreign(legacy)
+    );
+
+    // A generator change: this CPU's stale entry is reported, not applied; a
+    // current entry of another CPU is replayed instead.
+    let mut stale = on(&zen5, entry("mm[M1]", 5.0));
+    stale.generator = 0;
+    stale.config = "output.tile.i=4 output.order=i-j".parse().unwrap();
+    let mut with_stale = entries.clone();
+    with_stale.push(stale.clone());
+    assert_eq!(
+        cache::lookup(&with_stale, &id("mm[M1]"), &t, &zen5),
+        Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0)))
+    );
+    assert_eq!(
+        cache::lookup(&[stale.clone()], &id("mm[M1]"), &t, &zen5),
+        Lookup::Stale(stale.clone())
+    );
+    // A re-tune starts from this CPU's own config, then the others'.
+    let seeds = cache::seeds(&with_stale, &id("mm[M1]"), &t, &zen5);
+    assert_eq!(seeds.first(), Some(&stale.config));
+    assert_eq!(seeds.len(), 3);
 }
 
 #[test]

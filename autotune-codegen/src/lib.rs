@@ -31,7 +31,7 @@ use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
-pub use target::{Isa, Target};
+pub use target::{CpuId, Isa, Target};
 pub use workload::{Workload, WorkloadId};
 
 /// Version of the schedule space and the lowering: a config (a cache entry, a

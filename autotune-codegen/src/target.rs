@@ -1,6 +1,7 @@
 //! What a kernel is generated for: an ISA level (each kernel carries one clone
-//! per level and dispatches at run time) and a [`Target`], the triple and level
-//! a tuning result stands for.
+//! per level and dispatches at run time), a [`Target`], the triple and level
+//! a tuning result stands for, and the [`CpuId`] it was tuned on (the same ISA
+//! level runs at different speeds on different microarchitectures).
 
 use std::fmt;
 use std::str::FromStr;
@@ -136,6 +137,90 @@ impl FromStr for Target {
 
 crate::text::text_serde!(Target);
 
+/// A CPU as CPUID names it: vendor string and display family and model (as
+/// `/proc/cpuinfo` prints them), which together name a microarchitecture.
+/// Written `GenuineIntel-6-167`, `AuthenticAMD-25-17`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CpuId {
+    pub vendor: String,
+    pub family: u32,
+    pub model: u32,
+}
+
+impl CpuId {
+    /// The CPU this runs on (`None` off x86).
+    pub fn detect() -> Option<CpuId> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::__cpuid;
+            let leaf0 = __cpuid(0);
+            let vendor: Vec<u8> = [leaf0.ebx, leaf0.edx, leaf0.ecx]
+                .iter()
+                .flat_map(|r| r.to_le_bytes())
+                .collect();
+            let eax = __cpuid(1).eax;
+            Some(CpuId::from_signature(
+                String::from_utf8_lossy(&vendor).trim().to_string(),
+                eax,
+            ))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        None
+    }
+
+    /// Decodes CPUID leaf 1's EAX: the extended family adds to family 15, and
+    /// the extended model extends the model of families 6 and 15 (Intel's and
+    /// AMD's rule, which Linux follows).
+    pub fn from_signature(vendor: String, eax: u32) -> CpuId {
+        let base_family = (eax >> 8) & 0xf;
+        let family = if base_family == 0xf {
+            base_family + ((eax >> 20) & 0xff)
+        } else {
+            base_family
+        };
+        let model = if base_family == 0x6 || base_family == 0xf {
+            ((eax >> 4) & 0xf) | (((eax >> 16) & 0xf) << 4)
+        } else {
+            (eax >> 4) & 0xf
+        };
+        CpuId {
+            vendor,
+            family,
+            model,
+        }
+    }
+}
+
+impl fmt::Display for CpuId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}-{}", self.vendor, self.family, self.model)
+    }
+}
+
+/// Text that is not `<vendor>-<family>-<model>`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a CPU id (expected `<vendor>-<family>-<model>`, e.g. `GenuineIntel-6-143`)")]
+pub struct BadCpuId(pub String);
+
+impl FromStr for CpuId {
+    type Err = BadCpuId;
+
+    fn from_str(s: &str) -> Result<CpuId, BadCpuId> {
+        let bad = || BadCpuId(s.to_string());
+        let mut parts = s.rsplitn(3, '-');
+        let model = parts.next().and_then(|m| m.parse().ok()).ok_or_else(bad)?;
+        let family = parts.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
+        let vendor = parts.next().filter(|v| !v.is_empty()).ok_or_else(bad)?;
+        Ok(CpuId {
+            vendor: vendor.to_string(),
+            family,
+            model,
+        })
+    }
+}
+
+crate::text::text_serde!(CpuId);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +232,21 @@ mod tests {
         assert_eq!(t.to_string(), "x86_64-unknown-linux-gnu/avx512");
         assert!("x86_64".parse::<Target>().is_err());
         assert!("x86_64/avx9".parse::<Target>().is_err());
+    }
+
+    #[test]
+    fn cpu_ids_decode_cpuid_and_round_trip_through_text() {
+        // Sapphire Rapids (family 6, extended model 8) and Zen 4 (family 15 + 10).
+        let spr = CpuId::from_signature("GenuineIntel".into(), 0x0008_06f8);
+        assert_eq!(spr.to_string(), "GenuineIntel-6-143");
+        let zen4 = CpuId::from_signature("AuthenticAMD".into(), 0x00a1_0f11);
+        assert_eq!(zen4.to_string(), "AuthenticAMD-25-17");
+        assert_eq!("AuthenticAMD-25-17".parse::<CpuId>(), Ok(zen4));
+        for bad in ["", "AMD", "AMD-25", "-6-143", "Intel-six-143", "Intel-6-"] {
+            assert!(bad.parse::<CpuId>().is_err(), "{bad}");
+        }
+        if let Some(host) = CpuId::detect() {
+            assert_eq!(host.to_string().parse::<CpuId>(), Ok(host));
+        }
     }
 }

@@ -19,6 +19,7 @@
 //!   --log DIR`: how well it orders the trials of other logs.
 
 mod plot;
+mod replay;
 
 use std::path::PathBuf;
 
@@ -47,18 +48,56 @@ fn shipped_threads() -> usize {
     autotune_build::settings::shipped_threads(std::env::var("AUTOTUNE_NUM_THREADS").ok().as_deref())
 }
 
-/// This machine's CPU model name (`unknown` where /proc/cpuinfo does not say).
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                l.strip_prefix("model name")?
-                    .split_once(':')
-                    .map(|x| x.1.trim().to_string())
-            })
-        })
-        .unwrap_or_else(|| "unknown".to_string())
+/// `verify --other-cpus`: each workload's other CPUs' entries against this
+/// CPU's, and the geometric mean and worst ratio over all of them.
+fn replay_costs(
+    ops: &[autotune_lang::Operator],
+    cache: &std::path::Path,
+    host: &Target,
+    cpu: &cache::Cpu,
+    threads: usize,
+    rounds: usize,
+) -> Result<()> {
+    println!("this CPU: {cpu}; {threads} thread(s), median of {rounds} alternating rounds");
+    let opts = TimingOptions {
+        threads,
+        ..TimingOptions::default()
+    };
+    let dir = PathBuf::from("target/autotune/verify");
+    let mut ratios = Vec::new();
+    for op in ops {
+        let entries = cache::load(cache, &op.name)?;
+        for spec in 0..op.specializations.len() {
+            let w = Workload {
+                op: op.clone(),
+                spec,
+            };
+            let Some(r) = replay::measure(&w, &entries, host, cpu, &opts, rounds, &dir)? else {
+                continue;
+            };
+            for (other, gflops) in &r.others {
+                ratios.push(gflops / r.own);
+                println!(
+                    "{:<40} own {:>8.2} GFLOP/s, tuned on {other}: {:>8.2} ({:.3}x)",
+                    w.key(),
+                    r.own,
+                    gflops,
+                    gflops / r.own
+                );
+            }
+        }
+    }
+    if ratios.is_empty() {
+        println!("no workload has entries of this CPU and of another for {host}");
+        return Ok(());
+    }
+    let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+    let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    println!(
+        "{} replays: geometric mean {geomean:.3}x of this CPU's entries, worst {worst:.3}x",
+        ratios.len()
+    );
+    Ok(())
 }
 
 /// The per-user store of record logs, as the build finds it.
@@ -214,6 +253,13 @@ enum Command {
         /// Threads of the kernel's pool (default: what the kernels ship with).
         #[arg(long)]
         threads: Option<usize>,
+        /// Instead, time each workload's entries of other CPUs beside this
+        /// CPU's own: what replaying them here would cost.
+        #[arg(long)]
+        other_cpus: bool,
+        /// Rounds of alternating timings (with --other-cpus); the median counts.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
     },
     /// Drop cache entries of operators and shapes the source no longer has.
     Prune {
@@ -412,8 +458,17 @@ fn main() -> Result<()> {
                 None if cached => {
                     let entries = cache::load(&cache, &w.op.name)?;
                     let target = host_target()?;
-                    match cache::lookup(&entries, &w.id(), &target) {
+                    let cpu = cache::Cpu::host();
+                    match cache::lookup(&entries, &w.id(), &target, &cpu) {
                         cache::Lookup::Hit(e) => e.config,
+                        cache::Lookup::Foreign(e) => {
+                            eprintln!(
+                                "{}: timing the config tuned on {}, not this CPU ({cpu})",
+                                w.key(),
+                                e.tuned_on()
+                            );
+                            e.config
+                        }
                         _ => anyhow::bail!(
                             "{} has no current entry for {} in {}",
                             w.key(),
@@ -471,6 +526,7 @@ fn main() -> Result<()> {
             })?;
             let entries = cache::load(&cache, &w.op.name)?;
             let host = host_target()?;
+            let cpu = cache::Cpu::host();
             let id = w.id();
             let defaults = TuneOptions::default();
             let user_store = user_store();
@@ -512,7 +568,7 @@ fn main() -> Result<()> {
                     }
                 }),
                 // As the build: the cached config and the operator's other winners.
-                seeds: cache::seeds(&entries, &id, &host),
+                seeds: cache::seeds(&entries, &id, &host, &cpu),
                 mirror: None,
                 pretrained: pretrained.as_ref(),
             };
@@ -594,7 +650,8 @@ fn main() -> Result<()> {
                     gflops: *gflops,
                     trials: summary.trials,
                     tuner: report.tuner.clone(),
-                    cpu: cache::cpu_model(),
+                    cpu: cpu.name.clone(),
+                    cpu_id: cpu.id.clone(),
                     compiler: measure::compiler_version(),
                     threads: Some(session.options.timing.threads),
                     date: cache::today(),
@@ -607,9 +664,11 @@ fn main() -> Result<()> {
             }
         }
         Command::Show { cache } => {
+            let host = cache::Cpu::host();
+            println!("this CPU: {host}");
             println!(
-                "{:<40} {:<32} {:>10} {:>7} {:<10} status",
-                "workload", "target", "GFLOP/s", "trials", "date"
+                "{:<40} {:<32} {:>10} {:>7} {:<10} {:<6} cpu",
+                "workload", "target", "GFLOP/s", "trials", "date", "status"
             );
             for op in cache::operators(&cache)? {
                 for e in cache::load(&cache, &op)? {
@@ -618,9 +677,16 @@ fn main() -> Result<()> {
                     } else {
                         "stale"
                     };
+                    let cpu = e.tuned_on();
                     println!(
-                        "{:<40} {:<32} {:>10.2} {:>7} {:<10} {}",
-                        e.workload, e.target, e.gflops, e.trials, e.date, status
+                        "{:<40} {:<32} {:>10.2} {:>7} {:<10} {:<6} {}{cpu}",
+                        e.workload,
+                        e.target,
+                        e.gflops,
+                        e.trials,
+                        e.date,
+                        status,
+                        if host.same(&cpu) { "this: " } else { "" }
                     );
                 }
             }
@@ -644,10 +710,16 @@ fn main() -> Result<()> {
             target,
             cache,
             threads,
+            other_cpus,
+            rounds,
         } => {
             let mut bad = 0;
             let host = host_target()?;
+            let cpu = cache::Cpu::host();
             let threads = threads.unwrap_or_else(shipped_threads);
+            if other_cpus {
+                return replay_costs(&load(&target)?, &cache, &host, &cpu, threads, rounds);
+            }
             for op in load(&target)? {
                 let entries = cache::load(&cache, &op.name)?;
                 for spec in 0..op.specializations.len() {
@@ -655,8 +727,14 @@ fn main() -> Result<()> {
                         op: op.clone(),
                         spec,
                     };
-                    match cache::lookup(&entries, &w.id(), &host) {
-                        cache::Lookup::Hit(e) => {
+                    match cache::lookup(&entries, &w.id(), &host, &cpu) {
+                        cache::Lookup::Hit(e) | cache::Lookup::Foreign(e) => {
+                            let tuned_on = e.tuned_on();
+                            let foreign = if cpu.same(&tuned_on) {
+                                String::new()
+                            } else {
+                                format!(" (tuned on {tuned_on})")
+                            };
                             let opts = TimingOptions {
                                 threads,
                                 ..TimingOptions::default()
@@ -664,7 +742,7 @@ fn main() -> Result<()> {
                             let dir = PathBuf::from("target/autotune/verify");
                             match measure::bench(&w, &e.config, host.isa, &dir, &opts) {
                                 Ok(m) => println!(
-                                    "{:<40} correct  {:>8.2} GFLOP/s now, {:>8.2} cached ({:+.1}%)",
+                                    "{:<40} correct  {:>8.2} GFLOP/s now, {:>8.2} cached ({:+.1}%){foreign}",
                                     w.key(),
                                     m.gflops,
                                     e.gflops,
@@ -736,7 +814,7 @@ fn main() -> Result<()> {
                 &target,
                 autotune_tune::features::FeatureSet::Curve,
             )?;
-            let cpu = cpu.unwrap_or_else(cpu_name);
+            let cpu = cpu.unwrap_or_else(|| cache::Cpu::host().to_string());
             let model =
                 autotune_tune::pretrained::Pretrained::train(&history, &target, &cpu, objective)?;
             model.save(&out)?;

@@ -274,6 +274,58 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
     );
 }
 
+/// A cache tuned on another CPU is replayed, and the build says so; a re-tune
+/// here adds this CPU's entry beside the other CPU's instead of replacing it.
+#[test]
+fn another_cpus_entry_is_replayed_and_kept() {
+    let _turn = take_turn();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-other-cpu");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate(&dir, OPS);
+    let build = cargo(
+        &dir,
+        &["build"],
+        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "2")],
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    // Make the entry another CPU's.
+    let file = dir.join("tuning-cache/mm_bias_relu.toml");
+    let cache = std::fs::read_to_string(&file).unwrap();
+    let (cpu_line, id_line) = {
+        let line = |key: &str| {
+            cache
+                .lines()
+                .find(|l| l.starts_with(key))
+                .unwrap_or_else(|| panic!("no `{key}` in {cache}"))
+                .to_string()
+        };
+        (line("cpu = "), line("cpu_id = "))
+    };
+    let foreign = cache
+        .replace(&cpu_line, "cpu = \"Elsewhere CPU\"")
+        .replace(&id_line, "cpu_id = \"ElsewhereInc-99-1\"");
+    std::fs::write(&file, &foreign).unwrap();
+    let build = cargo(&dir, &["build"], &[("AUTOTUNE", "locked")]);
+    let out = text(&build);
+    assert!(build.status.success(), "a foreign entry is an entry: {out}");
+    assert!(
+        out.contains("replaying the config tuned on Elsewhere CPU (ElsewhereInc-99-1)"),
+        "the build did not say it replays another CPU's config: {out}"
+    );
+    let build = cargo(
+        &dir,
+        &["build"],
+        &[("AUTOTUNE", "retune"), ("AUTOTUNE_TRIALS", "2")],
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.contains("ElsewhereInc-99-1") && after.contains(&id_line),
+        "both CPUs' entries are kept: {after}"
+    );
+    assert_eq!(after.matches("[[entry]]").count(), 2, "{after}");
+}
+
 /// `AUTOTUNE=retune` measures its budget of new trials, even where the crate's
 /// record log already holds more trials than the budget.
 #[test]

@@ -60,3 +60,10 @@ pub fn committed_entries() -> Vec<(&'static str, Workload, Entry)> {
     }
     out
 }
+
+/// The committed entries of the current generator: what builds apply.
+pub fn current_entries() -> Vec<(&'static str, Workload, Entry)> {
+    let mut all = committed_entries();
+    all.retain(|(_, _, e)| e.generator == cache::GENERATOR_VERSION);
+    all
+}

@@ -1,0 +1,80 @@
+//! `cargo autotune verify --other-cpus`: what replaying another CPU's cache
+//! entry costs on this one. Each workload's entries of other CPUs (stale ones
+//! too: a config of an earlier generator is still a point of the space) are
+//! compiled in one batch beside this CPU's own entry, checked, and timed in
+//! alternating rounds, so drift of the machine hits all of them alike.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use autotune_build::cache::{self, Cpu, Entry};
+use autotune_codegen::{Space, Target, Workload};
+use autotune_tune::measure::{build_batch, TimingOptions};
+
+/// One workload: this CPU's entry and the others', in GFLOP/s measured here.
+pub struct Replay {
+    pub own: f64,
+    pub others: Vec<(Cpu, f64)>,
+}
+
+/// Times `w`'s entries of other CPUs beside this CPU's current one (none
+/// without both).
+pub fn measure(
+    w: &Workload,
+    entries: &[Entry],
+    target: &Target,
+    cpu: &Cpu,
+    opts: &TimingOptions,
+    rounds: usize,
+    dir: &Path,
+) -> Result<Option<Replay>> {
+    let id = w.id();
+    let Some(own) = entries.iter().find(|e| {
+        e.workload_id == id
+            && e.target == *target
+            && e.generator == cache::GENERATOR_VERSION
+            && cpu.same(&e.tuned_on())
+    }) else {
+        return Ok(None);
+    };
+    let space = Space::new(&w.op, w.shapes());
+    let others: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.workload_id == id && e.target == *target && !cpu.same(&e.tuned_on()))
+        .filter(|e| space.index_of(&e.config).is_ok())
+        .collect();
+    if others.is_empty() {
+        return Ok(None);
+    }
+    let configs: Vec<_> = std::iter::once(own)
+        .chain(others.iter().copied())
+        .map(|e| e.config.clone())
+        .collect();
+    let batch = build_batch(w, &configs, target.isa, dir, 1)?;
+    for i in 0..configs.len() {
+        batch
+            .check(i, opts)
+            .with_context(|| format!("{}: config {i} is wrong", w.key()))?;
+    }
+    let mut seconds = vec![Vec::new(); configs.len()];
+    for _ in 0..rounds.max(1) {
+        for (i, s) in seconds.iter_mut().enumerate() {
+            s.push(batch.time(i, opts)?.median);
+        }
+    }
+    let gflops: Vec<f64> = seconds
+        .iter_mut()
+        .map(|s| {
+            s.sort_by(f64::total_cmp);
+            w.flops() / s[s.len() / 2] / 1e9
+        })
+        .collect();
+    Ok(Some(Replay {
+        own: gflops[0],
+        others: others
+            .iter()
+            .zip(&gflops[1..])
+            .map(|(e, g)| (e.tuned_on(), *g))
+            .collect(),
+    }))
+}
