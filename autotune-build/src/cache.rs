@@ -210,6 +210,36 @@ pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu:
     }
 }
 
+/// The current configs of `workload_id` on `target` tuned on CPUs other than
+/// `cpu`, one per CPU with a recorded id, leaving out those equal to
+/// `default`: what a kernel picks at run time on those CPUs.
+pub fn per_cpu(
+    entries: &[Entry],
+    workload_id: &WorkloadId,
+    target: &Target,
+    cpu: &Cpu,
+    default: Option<&Config>,
+) -> Vec<(CpuId, Config)> {
+    let mut out: Vec<(CpuId, Config)> = Vec::new();
+    for e in entries.iter().filter(|e| {
+        e.workload_id == *workload_id
+            && e.target == *target
+            && e.generator == GENERATOR_VERSION
+            && !cpu.same(&e.tuned_on())
+            && Some(&e.config) != default
+    }) {
+        if let Some(id) = e
+            .cpu_id
+            .as_ref()
+            .filter(|id| out.iter().all(|(o, _)| o != *id))
+        {
+            out.push((id.clone(), e.config.clone()));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
 /// Configs a tuning run of `workload_id` starts from: its own cached config
 /// on this CPU (re-tuning, or stale: the last generator's winner is still a
 /// point of the space), its configs of other CPUs, then the winners of the

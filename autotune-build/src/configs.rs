@@ -4,17 +4,19 @@
 
 use std::path::Path;
 
-use autotune_codegen::{Config, Workload};
+use autotune_codegen::{Choice, Config, Workload};
 use autotune_lang::Operator;
 
-use crate::cache::{self, Entry, Lookup};
+use crate::cache::{self, Lookup};
 use crate::error::Error;
 use crate::report::warn;
 use crate::settings::Mode;
 use crate::settings::Settings;
 
-/// One config per specialisation of `op` (`None`: the space's default config).
-/// In locked mode, workloads without an entry are added to `missing`.
+/// The configs of each specialisation of `op`: the one this build chose
+/// (`None`: the space's default config), and the current entries of other
+/// CPUs, which the kernel picks at run time on those CPUs. In locked mode,
+/// workloads without an entry are added to `missing`.
 pub(crate) fn for_operator(
     op: &Operator,
     all_ops: &[Operator],
@@ -22,9 +24,9 @@ pub(crate) fn for_operator(
     cache_dir: &Path,
     settings: &Settings,
     missing: &mut Vec<String>,
-) -> Result<Vec<Option<Config>>, Error> {
+) -> Result<Vec<Choice>, Error> {
     if mode == Mode::Off || op.specializations.is_empty() {
-        return Ok(vec![None; op.specializations.len()]);
+        return Ok(vec![Choice::default(); op.specializations.len()]);
     }
     let entries = cache::load(cache_dir, &op.name)?;
     let target = &settings.target;
@@ -36,19 +38,17 @@ pub(crate) fn for_operator(
         };
         let id = w.id();
         let cpu = &settings.cpu;
-        let found = if settings.native {
-            cache::lookup(&entries, &id, target, cpu)
+        // Cross-compiling: the target triple's entries, best first, stand for it.
+        let look_target = if settings.native {
+            target.clone()
         } else {
-            // Cross-compiling: any entry for the target triple, best first.
-            let mut m: Vec<&Entry> = entries
+            entries
                 .iter()
                 .filter(|e| e.workload_id == id && e.target.triple == target.triple)
-                .collect();
-            m.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
-            m.first().map_or(Lookup::Miss, |e| {
-                cache::lookup(&entries, &id, &e.target, cpu)
-            })
+                .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
+                .map_or(target.clone(), |e| e.target.clone())
         };
+        let found = cache::lookup(&entries, &id, &look_target, cpu);
         let config = match (found, mode) {
             (Lookup::Hit(e) | Lookup::Foreign(e), m) if m != Mode::Retune => {
                 if !cpu.same(&e.tuned_on()) {
@@ -132,7 +132,8 @@ pub(crate) fn for_operator(
                 )?
             }
         };
-        out.push(config);
+        let per_cpu = cache::per_cpu(&entries, &id, &look_target, cpu, config.as_ref());
+        out.push(Choice { config, per_cpu });
     }
     Ok(out)
 }
@@ -172,6 +173,7 @@ fn tune_miss(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::Entry;
     use autotune_codegen::{Isa, Space, Target};
 
     pub(crate) fn matmul() -> Operator {
@@ -217,7 +219,7 @@ mod tests {
         assert!(!s.native);
         let mut missing = Vec::new();
         let miss = for_operator(&op, &[], Mode::Tune, &dir, &s, &mut missing).unwrap();
-        assert_eq!(miss, vec![None]);
+        assert_eq!(miss, vec![Choice::default()]);
         let w = Workload {
             op: op.clone(),
             spec: 0,
@@ -253,7 +255,7 @@ mod tests {
         )
         .unwrap();
         let hit = for_operator(&op, &[], Mode::Locked, &dir, &s, &mut missing).unwrap();
-        assert_eq!(hit, vec![Some(config)]);
+        assert_eq!(hit, vec![Some(config).into()]);
         assert!(missing.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -269,7 +271,7 @@ mod tests {
         let s = settings(&dir, host, host);
         let mut missing = Vec::new();
         let got = for_operator(&matmul(), &[], Mode::Tune, &dir, &s, &mut missing).unwrap();
-        assert_eq!(got, vec![None]);
+        assert_eq!(got, vec![Choice::default()]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

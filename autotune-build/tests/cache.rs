@@ -169,6 +169,32 @@ fn entries_of_several_cpus_live_side_by_side() {
         cache::lookup(&[stale.clone()], &id("mm[M1]"), &t, &zen5),
         Lookup::Stale(stale.clone())
     );
+    // What the kernel carries for other CPUs: their current configs with an
+    // id, not this CPU's, not a stale one, none equal to the build's choice.
+    let mut amd_config = on(&amd, entry("mm[M1]", 2.0));
+    amd_config.config = "output.tile.i=2 output.order=i-j".parse().unwrap();
+    let mut several = vec![
+        on(&intel, entry("mm[M1]", 3.0)),
+        amd_config.clone(),
+        stale.clone(),
+    ];
+    several.push(on(&cpu("AMD EPYC", None), entry("mm[M1]", 4.0)));
+    let mine = entry("mm[M1]", 3.0).config;
+    assert_eq!(
+        cache::per_cpu(&several, &id("mm[M1]"), &t, &intel, Some(&mine)),
+        vec![(amd.id.clone().unwrap(), amd_config.config.clone())]
+    );
+    assert_eq!(
+        cache::per_cpu(
+            &several,
+            &id("mm[M1]"),
+            &t,
+            &intel,
+            Some(&amd_config.config)
+        ),
+        vec![]
+    );
+
     // A re-tune starts from this CPU's own config, then the others'.
     let seeds = cache::seeds(&with_stale, &id("mm[M1]"), &t, &zen5);
     assert_eq!(seeds.first(), Some(&stale.config));

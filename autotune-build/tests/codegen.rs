@@ -15,7 +15,7 @@ fn pkg() -> Package {
 }
 
 fn operator_c(pkg: &Package, op: &autotune_lang::Operator) -> String {
-    let configs = vec![None; op.specializations.len()];
+    let configs = vec![autotune_codegen::Choice::default(); op.specializations.len()];
     autotune_codegen::operator_c(pkg, op, &configs, &[Isa::Avx2, Isa::Baseline]).unwrap()
 }
 

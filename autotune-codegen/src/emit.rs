@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
 use crate::loopnest::{IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
-use crate::target::Isa;
+use crate::target::{CpuId, Isa};
 
 /// The header of a generated C file: includes, vector types, runtime functions.
 pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {
@@ -54,10 +54,10 @@ pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {
     s
 }
 
-/// Prints one kernel: a clone per ISA level and the dispatcher named `k.symbol`.
-pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
+/// A kernel's C parameter list and the names that forward them.
+fn signature(k: &Kernel) -> (Vec<String>, Vec<&str>) {
     let t = k.dtype.c_name();
-    let params: Vec<String> = k
+    let params = k
         .params
         .iter()
         .map(|p| match p.kind {
@@ -66,7 +66,39 @@ pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
             ParamKind::Shape => format!("int64_t {}", p.name),
         })
         .collect();
-    let args: Vec<&str> = k.params.iter().map(|p| p.name.as_str()).collect();
+    (params, k.params.iter().map(|p| p.name.as_str()).collect())
+}
+
+/// `symbol`, with `any`'s signature, calling the kernel of the first CPU of
+/// `cpus` that this one is (CPUID, asked of the runtime), else `any`.
+pub fn cpu_dispatcher(any: &Kernel, symbol: &str, cpus: &[(&CpuId, String)]) -> String {
+    let (params, args) = signature(any);
+    let args = args.join(", ");
+    let mut s = format!(
+        "\nint32_t {}_cpu_is(const char *vendor, int32_t family, int32_t model);\n",
+        any.runtime
+    );
+    let _ = writeln!(s, "int32_t {symbol}({}) {{", params.join(", "));
+    for (cpu, kernel) in cpus {
+        // CpuId's text keeps letters and digits only; so does the literal.
+        let vendor: String = cpu
+            .vendor
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        let _ = writeln!(
+            s,
+            "  if ({}_cpu_is(\"{vendor}\", {}, {})) return {kernel}({args});",
+            any.runtime, cpu.family, cpu.model
+        );
+    }
+    let _ = writeln!(s, "  return {}({args});\n}}", any.symbol);
+    s
+}
+
+/// Prints one kernel: a clone per ISA level and the dispatcher named `k.symbol`.
+pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
+    let (params, args) = signature(k);
     let mut s = String::new();
     s.push_str("\n/*\n");
     for line in &k.doc {

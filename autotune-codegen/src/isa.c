@@ -12,6 +12,14 @@
  *       caps the level: it can lower the detected level, never raise it. Other values are
  *       ignored. The result is computed on the first call and cached.
  *
+ *   int32_t P_cpu_is(const char *vendor, int32_t family, int32_t model);
+ *       1 if this CPU is the one named: its CPUID vendor string (letters and digits
+ *       only) and display family and
+ *       model (the extended family added to family 15, the extended model prefixed to
+ *       the model of families 6 and 15, as Linux prints them and autotune's CpuId
+ *       records them), else 0 (always 0 off x86). Kernels tuned on several CPUs pick
+ *       their config with it.
+ *
  * On x86, __builtin_cpu_supports (GCC, clang) reports AVX/AVX2/FMA only if the OS has
  * enabled ymm state in XCR0, and AVX-512 features only if it has also enabled opmask and
  * zmm state (libgcc and compiler-rt check XGETBV), so no separate XGETBV check is needed.
@@ -21,6 +29,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static int32_t isa_cached = -1; /* -1 = not computed yet; accessed with __atomic_* */
 
@@ -53,4 +64,33 @@ int32_t AUTOTUNE_POOL_PREFIX_isa_level(void) {
     /* Racing first calls compute the same value, so a plain store is enough. */
     __atomic_store_n(&isa_cached, level, __ATOMIC_RELAXED);
     return level;
+}
+
+int32_t AUTOTUNE_POOL_PREFIX_cpu_is(const char *vendor, int32_t family, int32_t model) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int eax, ebx, ecx, edx;
+    char raw[12], name[13];
+    int n = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 0;
+    memcpy(raw, &ebx, 4);
+    memcpy(raw + 4, &edx, 4);
+    memcpy(raw + 8, &ecx, 4);
+    /* Letters and digits only, as CpuId keeps them. */
+    for (int i = 0; i < 12; ++i) {
+        char c = raw[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) name[n++] = c;
+    }
+    name[n] = 0;
+    if (strcmp(name, vendor) != 0 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+    unsigned int base = (eax >> 8) & 0xf;
+    unsigned int fam = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+    unsigned int mod = (eax >> 4) & 0xf;
+    if (base == 0x6 || base == 0xf) mod |= ((eax >> 16) & 0xf) << 4;
+    return (int32_t)fam == family && (int32_t)mod == model;
+#else
+    (void)vendor;
+    (void)family;
+    (void)model;
+    return 0;
+#endif
 }

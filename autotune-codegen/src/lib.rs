@@ -49,6 +49,24 @@ pub struct CodegenError {
     pub source: Box<ConfigError>,
 }
 
+/// The configs a specialisation is built with: `config` on any CPU (`None`:
+/// the space's default config), and configs tuned on particular CPUs, which
+/// the kernel picks over it at run time (CPUID vendor, family and model).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Choice {
+    pub config: Option<Config>,
+    pub per_cpu: Vec<(CpuId, Config)>,
+}
+
+impl From<Option<Config>> for Choice {
+    fn from(config: Option<Config>) -> Choice {
+        Choice {
+            config,
+            per_cpu: Vec::new(),
+        }
+    }
+}
+
 /// The C source of one variant of `op` under any symbol and runtime prefix:
 /// the generic kernel (default schedule), or a specialisation with `config`
 /// (`None`: the space's default config). One clone per level of `isas`.
@@ -60,6 +78,19 @@ pub fn kernel_c(
     symbol: String,
     runtime: String,
 ) -> Result<String, CodegenError> {
+    Ok(emit::kernel_c(
+        &lower_variant(op, variant, config, symbol, runtime)?,
+        isas,
+    ))
+}
+
+fn lower_variant(
+    op: &Operator,
+    variant: Variant,
+    config: Option<&Config>,
+    symbol: String,
+    runtime: String,
+) -> Result<loopnest::Kernel, CodegenError> {
     let schedule = match variant {
         Variant::Generic => None,
         Variant::Specialized(i) => {
@@ -80,8 +111,13 @@ pub fn kernel_c(
             })?)
         }
     };
-    let kernel = lower::lower(op, variant, schedule.as_deref(), symbol, runtime);
-    Ok(emit::kernel_c(&kernel, isas))
+    Ok(lower::lower(
+        op,
+        variant,
+        schedule.as_deref(),
+        symbol,
+        runtime,
+    ))
 }
 
 /// The C source of one variant of a package's operator, under its real symbol
@@ -103,19 +139,59 @@ pub fn variant_c(
     )
 }
 
+/// A specialisation with its choice of configs: [`variant_c`] of its config,
+/// or, with configs of particular CPUs, one kernel per config behind a
+/// dispatcher that asks CPUID which CPU this is.
+fn specialisation_c(
+    pkg: &Package,
+    op: &Operator,
+    spec: usize,
+    choice: &Choice,
+    isas: &[Isa],
+) -> Result<String, CodegenError> {
+    let variant = Variant::Specialized(spec);
+    if choice.per_cpu.is_empty() {
+        return variant_c(pkg, op, variant, choice.config.as_ref(), isas);
+    }
+    let symbol = mangle::kernel_symbol(pkg, op, variant);
+    let runtime = mangle::runtime_prefix(pkg);
+    let any = lower_variant(
+        op,
+        variant,
+        choice.config.as_ref(),
+        format!("{symbol}__anycpu"),
+        runtime.clone(),
+    )?;
+    let mut c = emit::kernel_c(&any, isas);
+    let mut cpus = Vec::new();
+    for (i, (cpu, config)) in choice.per_cpu.iter().enumerate() {
+        let k = lower_variant(
+            op,
+            variant,
+            Some(config),
+            format!("{symbol}__cpu{i}"),
+            runtime.clone(),
+        )?;
+        c.push_str(&emit::kernel_c(&k, isas));
+        cpus.push((cpu, k.symbol));
+    }
+    c.push_str(&emit::cpu_dispatcher(&any, &symbol, &cpus));
+    Ok(c)
+}
+
 /// The C file of one operator of a package: the header, each specialisation
-/// with its config (`None`: the space's default config), and the generic kernel.
+/// with its choice of configs, and the generic kernel.
 pub fn operator_c(
     pkg: &Package,
     op: &Operator,
-    configs: &[Option<Config>],
+    choices: &[Choice],
     isas: &[Isa],
 ) -> Result<String, CodegenError> {
     let runtime = mangle::runtime_prefix(pkg);
     let mut c = emit::file_header(&format!("operator `{}`", op.name), op.dtype, &runtime);
     for i in 0..op.specializations.len() {
-        let config = configs.get(i).and_then(Option::as_ref);
-        c.push_str(&variant_c(pkg, op, Variant::Specialized(i), config, isas)?);
+        let choice = choices.get(i).cloned().unwrap_or_default();
+        c.push_str(&specialisation_c(pkg, op, i, &choice, isas)?);
     }
     c.push_str(&variant_c(pkg, op, Variant::Generic, None, isas)?);
     Ok(c)

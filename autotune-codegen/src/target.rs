@@ -137,9 +137,9 @@ impl FromStr for Target {
 
 crate::text::text_serde!(Target);
 
-/// A CPU as CPUID names it: vendor string and display family and model (as
-/// `/proc/cpuinfo` prints them), which together name a microarchitecture.
-/// Written `GenuineIntel-6-167`, `AuthenticAMD-25-17`.
+/// A CPU as CPUID names it: vendor string (its letters and digits) and display
+/// family and model (as `/proc/cpuinfo` prints them), which together name a
+/// microarchitecture. Written `GenuineIntel-6-167`, `AuthenticAMD-25-17`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CpuId {
     pub vendor: String,
@@ -159,10 +159,14 @@ impl CpuId {
                 .flat_map(|r| r.to_le_bytes())
                 .collect();
             let eax = __cpuid(1).eax;
-            Some(CpuId::from_signature(
-                String::from_utf8_lossy(&vendor).trim().to_string(),
-                eax,
-            ))
+            // Letters and digits only (some vendor strings are padded), so the
+            // text parses back and is a plain C string literal.
+            let vendor: String = vendor
+                .iter()
+                .filter(|b| b.is_ascii_alphanumeric())
+                .map(|&b| char::from(b))
+                .collect();
+            Some(CpuId::from_signature(vendor, eax))
         }
         #[cfg(not(target_arch = "x86_64"))]
         None
@@ -210,7 +214,10 @@ impl FromStr for CpuId {
         let mut parts = s.rsplitn(3, '-');
         let model = parts.next().and_then(|m| m.parse().ok()).ok_or_else(bad)?;
         let family = parts.next().and_then(|f| f.parse().ok()).ok_or_else(bad)?;
-        let vendor = parts.next().filter(|v| !v.is_empty()).ok_or_else(bad)?;
+        let vendor = parts
+            .next()
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .ok_or_else(bad)?;
         Ok(CpuId {
             vendor: vendor.to_string(),
             family,
@@ -242,7 +249,15 @@ mod tests {
         let zen4 = CpuId::from_signature("AuthenticAMD".into(), 0x00a1_0f11);
         assert_eq!(zen4.to_string(), "AuthenticAMD-25-17");
         assert_eq!("AuthenticAMD-25-17".parse::<CpuId>(), Ok(zen4));
-        for bad in ["", "AMD", "AMD-25", "-6-143", "Intel-six-143", "Intel-6-"] {
+        for bad in [
+            "",
+            "AMD",
+            "AMD-25",
+            "-6-143",
+            "Intel-six-143",
+            "Intel-6-",
+            "A\"B-6-1",
+        ] {
             assert!(bad.parse::<CpuId>().is_err(), "{bad}");
         }
         if let Some(host) = CpuId::detect() {

@@ -157,7 +157,7 @@ fn one(src: &str, dir: &Path) -> Result<(), TestCaseError> {
             name: "fuzz".into(),
             version: "0.0.0".into(),
         };
-        let configs = vec![None; op.specializations.len()];
+        let configs = vec![autotune_codegen::Choice::default(); op.specializations.len()];
         let c = catch_unwind(AssertUnwindSafe(|| {
             autotune_codegen::operator_c(&pkg, &op, &configs, &Isa::levels("x86_64"))
         }))

@@ -275,7 +275,8 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
 }
 
 /// A cache tuned on another CPU is replayed, and the build says so; a re-tune
-/// here adds this CPU's entry beside the other CPU's instead of replacing it.
+/// here adds this CPU's entry beside the other CPU's instead of replacing it,
+/// and the kernel then carries both configs.
 #[test]
 fn another_cpus_entry_is_replayed_and_kept() {
     let _turn = take_turn();
@@ -324,6 +325,47 @@ fn another_cpus_entry_is_replayed_and_kept() {
         "both CPUs' entries are kept: {after}"
     );
     assert_eq!(after.matches("[[entry]]").count(), 2, "{after}");
+    // Both configs ship, where they differ: the kernel picks the other CPU's
+    // there (CPUID). The re-tune started from the other CPU's config, so it
+    // may have kept it: make that one pack `a` the other way.
+    let at = after.find("cpu_id = \"ElsewhereInc-99-1\"").unwrap();
+    let knob = at + after[at..].find("\"y.pack.0\" = ").unwrap() + "\"y.pack.0\" = ".len();
+    let toggled = if &after[knob..knob + 1] == "0" {
+        "1"
+    } else {
+        "0"
+    };
+    let mut edited = after.clone();
+    edited.replace_range(knob..knob + 1, toggled);
+    std::fs::write(&file, &edited).unwrap();
+    let run = cargo(&dir, &["run"], &[("AUTOTUNE", "locked")]);
+    let out = text(&run);
+    assert!(run.status.success() && out.contains("fixture ok"), "{out}");
+    let newest_c = walk(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-target"))
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "mm_bias_relu.c"))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .expect("the build's C");
+    let c = std::fs::read_to_string(&newest_c).unwrap();
+    assert!(
+        c.contains("_cpu_is(\"ElsewhereInc\", 99, 1)) return "),
+        "no dispatch to the other CPU's config in {}",
+        newest_c.display()
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// `AUTOTUNE=retune` measures its budget of new trials, even where the crate's
