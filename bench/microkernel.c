@@ -1,0 +1,121 @@
+/*
+ * microkernel.c: how close a register tile written as autotune writes it (GCC vector
+ * extensions, one accumulator per row and vector, a broadcast of the row's element times a
+ * vector of the packed panel) comes to the FMA peak, with nothing else in the way: the
+ * packed panels of one tile, in L1 (B reused) or streamed from L2 (B per call), with or
+ * without software prefetch. Compiled with the kernels' flags and target attribute.
+ *   microkernel KC PANELS    (MR, NV, BSTREAM, PF set with -D; see bench/microkernel.sh)
+ * Prints GFLOP/s of repeated MR x (NV*16) x KC tile updates (best of 3).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#ifndef MR
+#define MR 6 /* rows of the tile: broadcasts per reduction step */
+#endif
+#ifndef NV
+#define NV 3 /* 16-float vectors per row */
+#endif
+#ifndef BSTREAM
+#define BSTREAM 0 /* 1: each call reads another B panel (from L2), 0: one panel (L1) */
+#endif
+#ifndef PF
+#define PF 0 /* prefetch distance in reduction steps (0: none) */
+#endif
+#ifndef EMBEDDED
+#define EMBEDDED 0 /* 1: the 12x2 tile by hand, FMAs with embedded-broadcast operands */
+#endif
+#if EMBEDDED && (MR != 12 || NV != 2)
+#error "the hand-written tile is 12x2"
+#endif
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"), noinline)) static void
+tile(const float *restrict pa, const float *restrict pb, float *restrict c, int64_t kc) {
+    v16 acc[MR][NV];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) acc[i][j] = *(const v16u *)&c[(i * NV + j) * 16];
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < kc; k++) {
+        if (PF) {
+            for (int j = 0; j < NV; j++) __builtin_prefetch(&pb[(k + PF) * NV * 16 + j * 16], 0, 3);
+            if (k % 4 == 0) __builtin_prefetch(&pa[(k + PF) * MR], 0, 3);
+        }
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NV; j++)
+                acc[i][j] += pa[k * MR + i] * *(const v16u *)&pb[(k * NV + j) * 16];
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) *(v16u *)&c[(i * NV + j) * 16] = acc[i][j];
+}
+
+#if EMBEDDED
+/* The same 12x2 tile written as a hand-written kernel would: 24 named accumulators, two
+ * vector loads of B and 24 FMAs whose A operand is an embedded broadcast from memory. */
+#define ROW(i, u, v)                                                                       \
+    __asm__("vfmadd231ps %2%{1to16%}, %3, %0\n\tvfmadd231ps %2%{1to16%}, %4, %1"          \
+            : "+v"(u), "+v"(v)                                                             \
+            : "m"(p[i]), "v"(x), "v"(y))
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"), noinline)) static void
+tile_by_hand(const float *restrict pa, const float *restrict pb, float *restrict c, int64_t kc) {
+    v16 a0 = *(const v16u *)&c[0], a1 = *(const v16u *)&c[16], a2 = *(const v16u *)&c[32],
+        a3 = *(const v16u *)&c[48], a4 = *(const v16u *)&c[64], a5 = *(const v16u *)&c[80],
+        a6 = *(const v16u *)&c[96], a7 = *(const v16u *)&c[112], a8 = *(const v16u *)&c[128],
+        a9 = *(const v16u *)&c[144], a10 = *(const v16u *)&c[160], a11 = *(const v16u *)&c[176];
+    v16 b0 = *(const v16u *)&c[192], b1 = *(const v16u *)&c[208], b2 = *(const v16u *)&c[224],
+        b3 = *(const v16u *)&c[240], b4 = *(const v16u *)&c[256], b5 = *(const v16u *)&c[272],
+        b6 = *(const v16u *)&c[288], b7 = *(const v16u *)&c[304], b8 = *(const v16u *)&c[320],
+        b9 = *(const v16u *)&c[336], b10 = *(const v16u *)&c[352], b11 = *(const v16u *)&c[368];
+    for (int64_t k = 0; k < kc; k++) {
+        const float *p = pa + k * MR;
+        v16 x = *(const v16u *)&pb[k * 32], y = *(const v16u *)&pb[k * 32 + 16];
+        ROW(0, a0, b0); ROW(1, a1, b1); ROW(2, a2, b2); ROW(3, a3, b3);
+        ROW(4, a4, b4); ROW(5, a5, b5); ROW(6, a6, b6); ROW(7, a7, b7);
+        ROW(8, a8, b8); ROW(9, a9, b9); ROW(10, a10, b10); ROW(11, a11, b11);
+    }
+    v16 all[24] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11,
+                   b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11};
+    for (int i = 0; i < 24; i++) *(v16u *)&c[i * 16] = all[i];
+}
+#define TILE tile_by_hand
+#else
+#define TILE tile
+#endif
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    int64_t kc = atoll(argv[1]), panels = atoll(argv[2]);
+    float *pa = malloc(sizeof(float) * (kc + PF + 1) * MR * panels);
+    float *pb = malloc(sizeof(float) * (kc + PF + 1) * NV * 16 * panels);
+    float c[MR * NV * 16] = {0};
+    if (!pa || !pb) return 1;
+    for (int64_t i = 0; i < (kc + PF + 1) * MR * panels; i++) pa[i] = 1e-3f * (float)(i % 7);
+    for (int64_t i = 0; i < (kc + PF + 1) * NV * 16 * panels; i++) pb[i] = 1e-3f * (float)(i % 5);
+    int64_t reps = 400000000 / (kc * MR * NV * 16) + 1;
+    double best = 0;
+    for (int t = 0; t < 3; t++) {
+        double t0 = now();
+        for (int64_t r = 0; r < reps; r++) {
+            int64_t p = r % panels;
+            TILE(pa + p * kc * MR, pb + (BSTREAM ? p * kc * NV * 16 : 0), c, kc);
+        }
+        double g = 2.0 * kc * MR * NV * 16 * reps / (now() - t0) / 1e9;
+        if (g > best) best = g;
+    }
+    printf("tile %dx%d (x16) kc=%lld %s prefetch=%d%s: %.1f GFLOP/s (check %g)\n", MR, NV,
+           (long long)kc, BSTREAM ? "B from L2" : "B in L1", PF,
+           EMBEDDED ? " by hand, embedded broadcasts" : "", best, (double)c[0]);
+    free(pa);
+    free(pb);
+    return 0;
+}
