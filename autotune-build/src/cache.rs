@@ -8,11 +8,13 @@
 //! records the config (knob → value), its throughput, how it was found, with
 //! which compiler, and when.
 //!
-//! Entries of several CPUs live side by side: a lookup prefers this CPU's, and
-//! replays another CPU's ([`Lookup::Foreign`], which callers announce) when
-//! this one has none; a store replaces only the entry of its own CPU. Entries
-//! of another generator version are stale: reported and used as seeds, never
-//! applied, and kept (whoever has that CPU re-tunes them).
+//! Entries of several CPUs and kernel thread counts live side by side: a
+//! lookup prefers this CPU's at this thread count, and replays another CPU's
+//! ([`Lookup::Foreign`], which callers announce) when this one has none; a
+//! store replaces only the entry of its own CPU and thread count; the others
+//! ship as [`variants`] the kernel picks at run time. Entries of another
+//! generator version are stale: reported and used as seeds, never applied,
+//! and kept (whoever has that CPU re-tunes them).
 //!
 //! Writes merge into the file under a lock and replace it atomically, so two
 //! builds writing at once lose nothing; a file that does not parse is reported
@@ -24,7 +26,7 @@ use std::path::{Path, PathBuf};
 use autotune_codegen::{Config, CpuId, Target, WorkloadId};
 use serde::{Deserialize, Serialize};
 
-pub use autotune_codegen::GENERATOR_VERSION;
+pub use autotune_codegen::{Selector, GENERATOR_VERSION};
 
 /// Version of the cache file's format: 2 added `format` and each entry's
 /// `threads`, 3 each entry's `cpu_id`. Files of older versions read as before;
@@ -184,16 +186,35 @@ pub enum Lookup {
     Miss,
 }
 
-pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu: &Cpu) -> Lookup {
+/// The entry of `workload_id` on `target` a build for `cpu` with kernels of
+/// `threads` threads uses: this CPU's (at this thread count if it has one),
+/// else another CPU's (the same vendor's first, then this thread count's, then
+/// the newest).
+pub fn lookup(
+    entries: &[Entry],
+    workload_id: &WorkloadId,
+    target: &Target,
+    cpu: &Cpu,
+    threads: usize,
+) -> Lookup {
     let (current, stale): (Vec<&Entry>, Vec<&Entry>) = entries
         .iter()
         .filter(|e| e.workload_id == *workload_id && e.target == *target)
         .partition(|e| e.generator == GENERATOR_VERSION);
-    fn own<'a>(list: &[&'a Entry], cpu: &Cpu) -> Option<&'a Entry> {
-        list.iter().find(|e| cpu.same(&e.tuned_on())).copied()
-    }
-    if let Some(e) = own(&current, cpu) {
-        return Lookup::Hit(e.clone());
+    // At this thread count first, then of an unrecorded one, then any.
+    let fit = |e: &Entry| match e.threads {
+        Some(t) if t == threads => 2,
+        None => 1,
+        Some(_) => 0,
+    };
+    let own = |list: &[&Entry]| -> Option<Entry> {
+        list.iter()
+            .filter(|e| cpu.same(&e.tuned_on()))
+            .max_by_key(|e| fit(e))
+            .map(|e| (*e).clone())
+    };
+    if let Some(e) = own(&current) {
+        return Lookup::Hit(e);
     }
     let foreign = current.iter().max_by(|a, b| {
         let kin = |e: &Entry| {
@@ -201,42 +222,92 @@ pub fn lookup(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu:
                 .vendor()
                 .is_some_and(|v| Some(v) == cpu.vendor())
         };
-        (kin(a), &a.date).cmp(&(kin(b), &b.date))
+        (kin(a), fit(a), &a.date).cmp(&(kin(b), fit(b), &b.date))
     });
-    match (foreign, own(&stale, cpu).or(stale.first().copied())) {
+    match (foreign, own(&stale).or(stale.first().map(|e| (*e).clone()))) {
         (Some(e), _) => Lookup::Foreign((*e).clone()),
-        (None, Some(e)) => Lookup::Stale(e.clone()),
+        (None, Some(e)) => Lookup::Stale(e),
         (None, None) => Lookup::Miss,
     }
 }
 
-/// The current configs of `workload_id` on `target` tuned on CPUs other than
-/// `cpu`, one per CPU with a recorded id, leaving out those equal to
-/// `default`: what a kernel picks at run time on those CPUs.
-pub fn per_cpu(
+/// What a kernel carries besides the config the build chose (`default`,
+/// tuned on `default_cpu` for `threads` kernel threads, or none): the current
+/// configs of `workload_id` on `target` tuned on other CPUs (with a recorded
+/// id: per thread count, then one for any count) and those of `default_cpu`
+/// at other thread counts, in the order the kernel tries them.
+pub fn variants(
     entries: &[Entry],
     workload_id: &WorkloadId,
     target: &Target,
-    cpu: &Cpu,
+    default_cpu: &Cpu,
+    threads: usize,
     default: Option<&Config>,
-) -> Vec<(CpuId, Config)> {
-    let mut out: Vec<(CpuId, Config)> = Vec::new();
-    for e in entries.iter().filter(|e| {
-        e.workload_id == *workload_id
-            && e.target == *target
-            && e.generator == GENERATOR_VERSION
-            && !cpu.same(&e.tuned_on())
-            && Some(&e.config) != default
-    }) {
-        if let Some(id) = e
-            .cpu_id
-            .as_ref()
-            .filter(|id| out.iter().all(|(o, _)| o != *id))
-        {
-            out.push((id.clone(), e.config.clone()));
+) -> Vec<(Selector, Config)> {
+    let current: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| {
+            e.workload_id == *workload_id && e.target == *target && e.generator == GENERATOR_VERSION
+        })
+        .collect();
+    let mut out: Vec<(Selector, Config)> = Vec::new();
+    let mut others: Vec<&CpuId> = current
+        .iter()
+        .filter(|e| !default_cpu.same(&e.tuned_on()))
+        .filter_map(|e| e.cpu_id.as_ref())
+        .collect();
+    others.sort();
+    others.dedup();
+    for id in others {
+        let mut mine: Vec<&Entry> = current
+            .iter()
+            .filter(|e| e.cpu_id.as_ref() == Some(id))
+            .copied()
+            .collect();
+        mine.sort_by_key(|e| e.threads);
+        // The entry for any thread count: this build's count if there is one.
+        let fallback = mine
+            .iter()
+            .position(|e| e.threads == Some(threads))
+            .unwrap_or(0);
+        for (i, e) in mine.iter().enumerate() {
+            if let (Some(t), false) = (e.threads, i == fallback) {
+                let cpu = Some(id.clone());
+                out.push((
+                    Selector {
+                        cpu,
+                        threads: Some(t),
+                    },
+                    e.config.clone(),
+                ));
+            }
         }
+        let cpu = Some(id.clone());
+        out.push((
+            Selector { cpu, threads: None },
+            mine[fallback].config.clone(),
+        ));
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut counts: Vec<(usize, &Config)> = current
+        .iter()
+        .filter(|e| default_cpu.same(&e.tuned_on()))
+        .filter_map(|e| e.threads.filter(|t| *t != threads).map(|t| (t, &e.config)))
+        .collect();
+    counts.sort_by_key(|c| c.0);
+    counts.dedup_by_key(|c| c.0);
+    for (t, config) in counts {
+        out.push((
+            Selector {
+                cpu: None,
+                threads: Some(t),
+            },
+            config.clone(),
+        ));
+    }
+    // Trailing variants that run the default's config anyway are left out.
+    while out.last().is_some_and(|(_, c)| Some(c) == default) {
+        out.pop();
+    }
     out
 }
 
@@ -256,14 +327,16 @@ pub fn seeds(
 }
 
 /// Adds `entry` to the operator's file, replacing the entry of the same
-/// workload, target and CPU; other CPUs' entries stay.
+/// workload, target, CPU and thread count; other CPUs' and thread counts'
+/// entries stay.
 pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
     let cpu = entry.tuned_on();
     rewrite(dir, op, |entries| {
         entries.retain(|e| {
             !(e.workload_id == entry.workload_id
                 && e.target == entry.target
-                && cpu.same(&e.tuned_on()))
+                && cpu.same(&e.tuned_on())
+                && e.threads == entry.threads)
         });
         entries.push(entry);
     })
@@ -308,6 +381,7 @@ fn rewrite(dir: &Path, op: &str, change: impl FnOnce(&mut Vec<Entry>)) -> Result
             e.target.to_string(),
             e.workload_id.to_string(),
             e.tuned_on().to_string(),
+            e.threads,
         )
     });
     let text = format!(

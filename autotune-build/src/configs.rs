@@ -15,8 +15,9 @@ use crate::settings::Settings;
 
 /// The configs of each specialisation of `op`: the one this build chose
 /// (`None`: the space's default config), and the current entries of other
-/// CPUs, which the kernel picks at run time on those CPUs. In locked mode,
-/// workloads without an entry are added to `missing`.
+/// CPUs and thread counts, which the kernel picks at run time
+/// ([`cache::variants`]). In locked mode, workloads without an entry are
+/// added to `missing`.
 pub(crate) fn for_operator(
     op: &Operator,
     all_ops: &[Operator],
@@ -48,7 +49,12 @@ pub(crate) fn for_operator(
                 .max_by(|a, b| a.gflops.total_cmp(&b.gflops))
                 .map_or(target.clone(), |e| e.target.clone())
         };
-        let found = cache::lookup(&entries, &id, &look_target, cpu);
+        let found = cache::lookup(&entries, &id, &look_target, cpu, settings.threads);
+        // The CPU the chosen config was tuned on (this one's, unless replayed).
+        let default_cpu = match &found {
+            Lookup::Foreign(e) if mode != Mode::Retune => e.tuned_on(),
+            _ => cpu.clone(),
+        };
         let config = match (found, mode) {
             (Lookup::Hit(e) | Lookup::Foreign(e), m) if m != Mode::Retune => {
                 if !cpu.same(&e.tuned_on()) {
@@ -132,8 +138,15 @@ pub(crate) fn for_operator(
                 )?
             }
         };
-        let per_cpu = cache::per_cpu(&entries, &id, &look_target, cpu, config.as_ref());
-        out.push(Choice { config, per_cpu });
+        let variants = cache::variants(
+            &entries,
+            &id,
+            &look_target,
+            &default_cpu,
+            settings.threads,
+            config.as_ref(),
+        );
+        out.push(Choice { config, variants });
     }
     Ok(out)
 }

@@ -83,7 +83,8 @@ fn round_trip_sorted_and_replaced() {
             &entries,
             &id("mm[M1]"),
             &target("x86_64-unknown-linux-gnu/avx512"),
-            &test_cpu()
+            &test_cpu(),
+            2
         ),
         Lookup::Hit(entry("mm[M1]", 1.0))
     );
@@ -92,16 +93,86 @@ fn round_trip_sorted_and_replaced() {
             &entries,
             &id("mm[M1]"),
             &target("aarch64/baseline"),
-            &test_cpu()
+            &test_cpu(),
+            2
         ),
         Lookup::Miss
     );
     let mut old = entry("mm[M3]", 1.0);
     old.generator = 0;
     assert!(matches!(
-        cache::lookup(&[old.clone()], &id("mm[M3]"), &old.target, &test_cpu()),
+        cache::lookup(&[old.clone()], &id("mm[M3]"), &old.target, &test_cpu(), 2),
         Lookup::Stale(_)
     ));
+}
+
+/// Entries of one CPU at several kernel thread counts: a build uses the one of
+/// its thread count and carries the others for the pool sizes they were tuned
+/// at; a store replaces only the entry of its own thread count.
+#[test]
+fn entries_of_several_thread_counts_live_side_by_side() {
+    let dir = scratch("threads");
+    let at = |threads: usize, tile: &str| {
+        let mut e = entry("mm[M1]", threads as f64);
+        e.threads = Some(threads);
+        e.config = format!("output.tile.i={tile} output.order=i-j")
+            .parse()
+            .unwrap();
+        e
+    };
+    cache::store(&dir, "mm", at(2, "8")).unwrap();
+    cache::store(&dir, "mm", at(1, "4")).unwrap();
+    cache::store(&dir, "mm", at(2, "6")).unwrap();
+    let entries = cache::load(&dir, "mm").unwrap();
+    assert_eq!(entries, vec![at(1, "4"), at(2, "6")]);
+    let t = target("x86_64-unknown-linux-gnu/avx512");
+    let look = |threads| cache::lookup(&entries, &id("mm[M1]"), &t, &test_cpu(), threads);
+    assert_eq!(look(1), Lookup::Hit(at(1, "4")));
+    assert_eq!(look(2), Lookup::Hit(at(2, "6")));
+    assert!(
+        matches!(look(4), Lookup::Hit(_)),
+        "another count's entry still hits"
+    );
+    let threads = |n| cache::Selector {
+        cpu: None,
+        threads: Some(n),
+    };
+    assert_eq!(
+        cache::variants(
+            &entries,
+            &id("mm[M1]"),
+            &t,
+            &test_cpu(),
+            2,
+            Some(&at(2, "6").config)
+        ),
+        vec![(threads(1), at(1, "4").config)]
+    );
+    // Another CPU's entries at two counts: one per count on that CPU, the
+    // build's count's for any other count there, before this CPU's counts.
+    let amd = cpu("AMD EPYC 9R14", Some("AuthenticAMD-25-17"));
+    let mut more = entries.clone();
+    more.push(on(&amd, at(1, "2")));
+    more.push(on(&amd, at(2, "3")));
+    let on_amd = |n: Option<usize>| cache::Selector {
+        cpu: amd.id.clone(),
+        threads: n,
+    };
+    assert_eq!(
+        cache::variants(
+            &more,
+            &id("mm[M1]"),
+            &t,
+            &test_cpu(),
+            2,
+            Some(&at(2, "6").config)
+        ),
+        vec![
+            (on_amd(Some(1)), at(1, "2").config),
+            (on_amd(None), at(2, "3").config),
+            (threads(1), at(1, "4").config),
+        ]
+    );
 }
 
 /// A build prefers its own CPU's entry, replays another CPU's when it has none
@@ -123,7 +194,7 @@ fn entries_of_several_cpus_live_side_by_side() {
         "one entry per CPU, the second store for a CPU replaces its first"
     );
     let t = target("x86_64-unknown-linux-gnu/avx512");
-    let look = |cpu: &Cpu| cache::lookup(&entries, &id("mm[M1]"), &t, cpu);
+    let look = |cpu: &Cpu| cache::lookup(&entries, &id("mm[M1]"), &t, cpu, 2);
     assert_eq!(look(&intel), Lookup::Hit(on(&intel, entry("mm[M1]", 3.0))));
     assert_eq!(look(&amd), Lookup::Hit(on(&amd, entry("mm[M1]", 2.0))));
     // The same model name on another microarchitecture is another CPU.
@@ -145,12 +216,13 @@ fn entries_of_several_cpus_live_side_by_side() {
             &Cpu {
                 name: "AMD EPYC".into(),
                 id: amd.id.clone()
-            }
+            },
+            2
         ),
         Lookup::Hit(legacy.clone())
     );
     assert_eq!(
-        cache::lookup(&with_legacy, &id("mm[M1]"), &t, &intel),
+        cache::lookup(&with_legacy, &id("mm[M1]"), &t, &intel, 2),
         Lookup::Foreign(legacy)
     );
 
@@ -162,15 +234,15 @@ fn entries_of_several_cpus_live_side_by_side() {
     let mut with_stale = entries.clone();
     with_stale.push(stale.clone());
     assert_eq!(
-        cache::lookup(&with_stale, &id("mm[M1]"), &t, &zen5),
+        cache::lookup(&with_stale, &id("mm[M1]"), &t, &zen5, 2),
         Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0)))
     );
     assert_eq!(
-        cache::lookup(&[stale.clone()], &id("mm[M1]"), &t, &zen5),
+        cache::lookup(&[stale.clone()], &id("mm[M1]"), &t, &zen5, 2),
         Lookup::Stale(stale.clone())
     );
-    // What the kernel carries for other CPUs: their current configs with an
-    // id, not this CPU's, not a stale one, none equal to the build's choice.
+    // What the kernel carries besides the build's choice: the other CPUs'
+    // current configs with an id (not a stale one, not one without an id).
     let mut amd_config = on(&amd, entry("mm[M1]", 2.0));
     amd_config.config = "output.tile.i=2 output.order=i-j".parse().unwrap();
     let mut several = vec![
@@ -180,16 +252,22 @@ fn entries_of_several_cpus_live_side_by_side() {
     ];
     several.push(on(&cpu("AMD EPYC", None), entry("mm[M1]", 4.0)));
     let mine = entry("mm[M1]", 3.0).config;
+    let any_threads = |cpu: &Cpu| cache::Selector {
+        cpu: cpu.id.clone(),
+        threads: None,
+    };
     assert_eq!(
-        cache::per_cpu(&several, &id("mm[M1]"), &t, &intel, Some(&mine)),
-        vec![(amd.id.clone().unwrap(), amd_config.config.clone())]
+        cache::variants(&several, &id("mm[M1]"), &t, &intel, 2, Some(&mine)),
+        vec![(any_threads(&amd), amd_config.config.clone())]
     );
+    // The last variants are left out where they run the chosen config anyway.
     assert_eq!(
-        cache::per_cpu(
+        cache::variants(
             &several,
             &id("mm[M1]"),
             &t,
             &intel,
+            2,
             Some(&amd_config.config)
         ),
         vec![]

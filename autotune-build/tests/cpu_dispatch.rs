@@ -1,14 +1,14 @@
 //! Kernels carrying the configs of several CPUs pick theirs at run time: the
 //! runtime's CPUID check agrees with `CpuId::detect` (or a config tuned here
-//! would never be picked here), and a kernel with configs of several CPUs
-//! dispatches on them and computes the right product, compiled and called as
-//! a package would.
+//! would never be picked here), and a kernel with configs of several CPUs and
+//! thread counts dispatches on them and computes the right product, compiled
+//! and called as a package would.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use autotune_codegen::runtime::{runtime_c, C_FLAGS, OPT_LEVEL, RUNTIME_C};
-use autotune_codegen::{Choice, CpuId, Isa, Space};
+use autotune_codegen::{Choice, CpuId, Isa, Selector, Space};
 use autotune_lang::mangle::{self, Package, Variant};
 
 fn scratch(name: &str) -> PathBuf {
@@ -77,7 +77,7 @@ fn the_runtime_knows_this_cpu_as_cpu_id_does() {
 }
 
 #[test]
-fn a_kernel_with_configs_of_several_cpus_dispatches_on_them() {
+fn a_kernel_with_configs_of_several_cpus_and_thread_counts_dispatches_on_them() {
     let Some(here) = CpuId::detect() else {
         return;
     };
@@ -97,9 +97,23 @@ fn a_kernel_with_configs_of_several_cpus_dispatches_on_them() {
         family: 99,
         model: 1,
     };
+    let on = |cpu: &CpuId, threads| Selector {
+        cpu: Some(cpu.clone()),
+        threads,
+    };
     let choice = Choice {
         config: Some(config(0)),
-        per_cpu: vec![(elsewhere.clone(), config(1)), (here.clone(), config(2))],
+        variants: vec![
+            (on(&elsewhere, None), config(1)),
+            (on(&here, Some(1)), config(2)),
+            (
+                Selector {
+                    cpu: None,
+                    threads: Some(3),
+                },
+                config(3),
+            ),
+        ],
     };
     let pkg = Package {
         name: "dispatch".into(),
@@ -110,30 +124,41 @@ fn a_kernel_with_configs_of_several_cpus_dispatches_on_them() {
     let runtime_prefix = mangle::runtime_prefix(&pkg);
     assert!(
         c.contains(&format!(
-            "_cpu_is(\"ElsewhereInc\", 99, 1)) return {symbol}__cpu0("
+            "_cpu_is(\"ElsewhereInc\", 99, 1)) return {symbol}__v0("
         )),
         "{c}"
     );
     assert!(
         c.contains(&format!(
-            "_cpu_is(\"{}\", {}, {})) return {symbol}__cpu1(",
+            "_cpu_is(\"{}\", {}, {}) && {runtime_prefix}_num_threads() == 1) return {symbol}__v1(",
             here.vendor, here.family, here.model
         )),
         "{c}"
     );
-    // The dispatcher runs (here: this CPU's config) and computes the product.
+    assert!(
+        c.contains(&format!(
+            "if ({runtime_prefix}_num_threads() == 3) return {symbol}__v2("
+        )),
+        "{c}"
+    );
+    // The dispatcher runs at 1, 2 and 3 threads (this CPU's config, the
+    // default, the 3-thread one) and computes the product each time.
     let main = format!(
         "#include <stdio.h>\n#include <stdint.h>\n#include <math.h>\n\
          int32_t {symbol}(const float *a, const float *b, float *out);\n\
+         void {runtime_prefix}_set_num_threads(int32_t n);\n\
          int main(void) {{\n\
            float a[15], b[21], x[35];\n\
            for (int i = 0; i < 15; ++i) a[i] = 0.1f * (float)i - 0.7f;\n\
            for (int i = 0; i < 21; ++i) b[i] = 0.3f - 0.05f * (float)i;\n\
+           for (int n = 1; n <= 3; ++n) {{\n\
+           {runtime_prefix}_set_num_threads(n);\n\
            if ({symbol}(a, b, x)) return 1;\n\
            for (int i = 0; i < 5; ++i) for (int j = 0; j < 7; ++j) {{\n\
              float r = 0;\n\
              for (int k = 0; k < 3; ++k) r += a[i * 3 + k] * b[k * 7 + j];\n\
              if (fabsf(r - x[i * 7 + j]) > 1e-5f) {{ printf(\"wrong at %d %d\\n\", i, j); return 0; }}\n\
+           }}\n\
            }}\n\
            printf(\"correct\\n\");\n\
            return 0;\n}}\n"

@@ -36,7 +36,13 @@ fn committed_caches_hit_and_generate_the_same_c() {
             .collect();
         assert!(
             matches!(
-                cache::lookup(&same_op, &e.workload_id, &e.target, &e.tuned_on()),
+                cache::lookup(
+                    &same_op,
+                    &e.workload_id,
+                    &e.target,
+                    &e.tuned_on(),
+                    e.threads.unwrap_or(1)
+                ),
                 Lookup::Hit(hit) if hit == *e
             ),
             "{} {} on {} does not hit",

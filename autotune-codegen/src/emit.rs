@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
 use crate::loopnest::{IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
-use crate::target::{CpuId, Isa};
+use crate::target::Isa;
+use crate::Selector;
 
 /// The header of a generated C file: includes, vector types, runtime functions.
 pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {
@@ -69,28 +70,41 @@ fn signature(k: &Kernel) -> (Vec<String>, Vec<&str>) {
     (params, k.params.iter().map(|p| p.name.as_str()).collect())
 }
 
-/// `symbol`, with `any`'s signature, calling the kernel of the first CPU of
-/// `cpus` that this one is (CPUID, asked of the runtime), else `any`.
-pub fn cpu_dispatcher(any: &Kernel, symbol: &str, cpus: &[(&CpuId, String)]) -> String {
+/// `symbol`, with `any`'s signature: calls the kernel of the first variant
+/// whose selector matches (the CPU and the pool's thread count, asked of the
+/// runtime), else `any`.
+pub fn dispatcher(any: &Kernel, symbol: &str, variants: &[(&Selector, String)]) -> String {
     let (params, args) = signature(any);
     let args = args.join(", ");
+    let rt = &any.runtime;
     let mut s = format!(
-        "\nint32_t {}_cpu_is(const char *vendor, int32_t family, int32_t model);\n",
-        any.runtime
+        "\nint32_t {rt}_cpu_is(const char *vendor, int32_t family, int32_t model);\n\
+         int32_t {rt}_num_threads(void);\n"
     );
     let _ = writeln!(s, "int32_t {symbol}({}) {{", params.join(", "));
-    for (cpu, kernel) in cpus {
-        // CpuId's text keeps letters and digits only; so does the literal.
-        let vendor: String = cpu
-            .vendor
-            .chars()
-            .filter(char::is_ascii_alphanumeric)
-            .collect();
-        let _ = writeln!(
-            s,
-            "  if ({}_cpu_is(\"{vendor}\", {}, {})) return {kernel}({args});",
-            any.runtime, cpu.family, cpu.model
-        );
+    for (selector, kernel) in variants {
+        let mut conds = Vec::new();
+        if let Some(cpu) = &selector.cpu {
+            // CpuId's text keeps letters and digits only; so does the literal.
+            let vendor: String = cpu
+                .vendor
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .collect();
+            conds.push(format!(
+                "{rt}_cpu_is(\"{vendor}\", {}, {})",
+                cpu.family, cpu.model
+            ));
+        }
+        if let Some(t) = selector.threads {
+            conds.push(format!("{rt}_num_threads() == {t}"));
+        }
+        let cond = if conds.is_empty() {
+            "1".to_string()
+        } else {
+            conds.join(" && ")
+        };
+        let _ = writeln!(s, "  if ({cond}) return {kernel}({args});");
     }
     let _ = writeln!(s, "  return {}({args});\n}}", any.symbol);
     s

@@ -49,22 +49,31 @@ pub struct CodegenError {
     pub source: Box<ConfigError>,
 }
 
-/// The configs a specialisation is built with: `config` on any CPU (`None`:
-/// the space's default config), and configs tuned on particular CPUs, which
-/// the kernel picks over it at run time (CPUID vendor, family and model).
+/// The configs a specialisation is built with: `config` (`None`: the space's
+/// default config), and configs tuned for particular CPUs or kernel thread
+/// counts, which the kernel picks over it at run time: the first variant whose
+/// [`Selector`] matches.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Choice {
     pub config: Option<Config>,
-    pub per_cpu: Vec<(CpuId, Config)>,
+    pub variants: Vec<(Selector, Config)>,
 }
 
 impl From<Option<Config>> for Choice {
     fn from(config: Option<Config>) -> Choice {
         Choice {
             config,
-            per_cpu: Vec::new(),
+            variants: Vec::new(),
         }
     }
+}
+
+/// When a variant of a [`Choice`] runs: on this CPU (CPUID vendor, family and
+/// model) and at this thread count of the package's pool; `None` matches any.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Selector {
+    pub cpu: Option<CpuId>,
+    pub threads: Option<usize>,
 }
 
 /// The C source of one variant of `op` under any symbol and runtime prefix:
@@ -140,8 +149,8 @@ pub fn variant_c(
 }
 
 /// A specialisation with its choice of configs: [`variant_c`] of its config,
-/// or, with configs of particular CPUs, one kernel per config behind a
-/// dispatcher that asks CPUID which CPU this is.
+/// or, with variants, one kernel per config behind a dispatcher that asks the
+/// runtime which CPU this is and how many threads the pool runs.
 fn specialisation_c(
     pkg: &Package,
     op: &Operator,
@@ -150,7 +159,7 @@ fn specialisation_c(
     isas: &[Isa],
 ) -> Result<String, CodegenError> {
     let variant = Variant::Specialized(spec);
-    if choice.per_cpu.is_empty() {
+    if choice.variants.is_empty() {
         return variant_c(pkg, op, variant, choice.config.as_ref(), isas);
     }
     let symbol = mangle::kernel_symbol(pkg, op, variant);
@@ -159,23 +168,23 @@ fn specialisation_c(
         op,
         variant,
         choice.config.as_ref(),
-        format!("{symbol}__anycpu"),
+        format!("{symbol}__any"),
         runtime.clone(),
     )?;
     let mut c = emit::kernel_c(&any, isas);
-    let mut cpus = Vec::new();
-    for (i, (cpu, config)) in choice.per_cpu.iter().enumerate() {
+    let mut dispatch = Vec::new();
+    for (i, (selector, config)) in choice.variants.iter().enumerate() {
         let k = lower_variant(
             op,
             variant,
             Some(config),
-            format!("{symbol}__cpu{i}"),
+            format!("{symbol}__v{i}"),
             runtime.clone(),
         )?;
         c.push_str(&emit::kernel_c(&k, isas));
-        cpus.push((cpu, k.symbol));
+        dispatch.push((selector, k.symbol));
     }
-    c.push_str(&emit::cpu_dispatcher(&any, &symbol, &cpus));
+    c.push_str(&emit::dispatcher(&any, &symbol, &dispatch));
     Ok(c)
 }
 

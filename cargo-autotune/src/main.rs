@@ -459,7 +459,7 @@ fn main() -> Result<()> {
                     let entries = cache::load(&cache, &w.op.name)?;
                     let target = host_target()?;
                     let cpu = cache::Cpu::host();
-                    match cache::lookup(&entries, &w.id(), &target, &cpu) {
+                    match cache::lookup(&entries, &w.id(), &target, &cpu, threads) {
                         cache::Lookup::Hit(e) => e.config,
                         cache::Lookup::Foreign(e) => {
                             eprintln!(
@@ -727,7 +727,7 @@ fn main() -> Result<()> {
                         op: op.clone(),
                         spec,
                     };
-                    match cache::lookup(&entries, &w.id(), &host, &cpu) {
+                    match cache::lookup(&entries, &w.id(), &host, &cpu, threads) {
                         cache::Lookup::Hit(e) | cache::Lookup::Foreign(e) => {
                             let tuned_on = e.tuned_on();
                             let foreign = if cpu.same(&tuned_on) {
