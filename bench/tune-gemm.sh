@@ -2,7 +2,9 @@
 # Tunes the GEMM shapes of the peer suite (bench/peers.sh) into bench/tuning-cache/, as a
 # build would: the model-guided tuner (xgb-rank), timed with the pool's default thread
 # count (all cores), learning from the GEMM trials of the tuner experiments and of each
-# other (transfer). TRIALS per shape (default 96).
+# other (transfer). TRIALS per shape (default 96). THREADS=1 tunes entries for one kernel
+# thread instead, saved beside the others (kernels pick them when the pool runs 1 thread),
+# with their own record log (records do not say the thread count they were timed at).
 #   bash bench/tune-gemm.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,7 +12,9 @@ TRIALS="${TRIALS:-96}"
 CACHE="$ROOT/bench/tuning-cache"
 mkdir -p "$CACHE/records"
 (cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-THREADS="$(nproc)"
+THREADS="${THREADS:-$(nproc)}"
+LOG="$CACHE/records/gemm.jsonl"
+if [ "$THREADS" != "$(nproc)" ]; then LOG="$CACHE/records/gemm-${THREADS}thread.jsonl"; fi
 HISTORY=(--history "$CACHE/records")
 for d in "$ROOT"/bench/results/experiments-*/; do
   # A packed run's record logs (bench/results/README.md), unpacked in place (git ignores them).
@@ -20,7 +24,7 @@ done
 for spec in 6 5 0 2 3 4; do # 256³, 512³, 1024³, 127×255×511, 1×4096², 16×4096²
   "$ROOT/target/release/cargo-autotune" autotune tune --file "$ROOT/bench/ops.rs" --op gemm \
     --spec "$spec" --threads "$THREADS" --trials "$TRIALS" --save --cache "$CACHE" \
-    --log "$CACHE/records/gemm.jsonl" --dir /tmp/autotune-tune-gemm \
+    --log "$LOG" --dir /tmp/autotune-tune-gemm \
     "${HISTORY[@]}"
 done
 "$ROOT/target/release/cargo-autotune" autotune show --cache "$CACHE"

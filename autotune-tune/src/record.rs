@@ -34,13 +34,19 @@ pub struct Record {
     /// the field existed are of version 1, the only one there was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<u32>,
+    /// The kernel thread count the trial was timed at; none in records written
+    /// before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
 }
 
 impl Record {
-    /// The record of one trial of `w` on `target`, now.
+    /// The record of one trial of `w` on `target` at `threads` kernel
+    /// threads, now.
     pub fn new(
         w: &Workload,
         target: &Target,
+        threads: usize,
         tuner: &str,
         config: Config,
         outcome: Result<Timing, MeasureError>,
@@ -67,6 +73,7 @@ impl Record {
             error,
             time: now(),
             generator: Some(GENERATOR_VERSION),
+            threads: Some(threads),
         }
     }
 

@@ -139,13 +139,17 @@ pub fn tune(
     };
     let mut measured: HashSet<u128> = HashSet::new();
     let default = space.default_config(&w.op, w.shapes());
-    // Resume: earlier trials of this workload on this target count.
+    // Resume: earlier trials of this workload on this target at this thread
+    // count (or of an unrecorded one: logs before records said) count.
     if let Some(log) = &opts.log {
         let mut observed = Vec::new();
-        for r in load_log(log)?
-            .into_iter()
-            .filter(|r| r.workload_id == id && r.target == *target && r.is_current())
-        {
+        let threads = opts.timing.threads;
+        for r in load_log(log)?.into_iter().filter(|r| {
+            r.workload_id == id
+                && r.target == *target
+                && r.is_current()
+                && r.threads.is_none_or(|t| t == threads)
+        }) {
             if let Ok(i) = space.index_of(&r.config) {
                 measured.insert(i);
                 observed.push((i, r.gflops));
@@ -210,7 +214,14 @@ pub fn tune(
             if matches!(&outcome, Err(e) if e.class() == ErrorClass::Harness) {
                 return Err(outcome.expect_err("matched above").into());
             }
-            let r = Record::new(w, target, tuner.name(), config, outcome);
+            let r = Record::new(
+                w,
+                target,
+                opts.timing.threads,
+                tuner.name(),
+                config,
+                outcome,
+            );
             let before = summary.best.as_ref().map(|b| b.1);
             summary.add(&r);
             if *i == default_index {
@@ -267,7 +278,14 @@ pub fn measure_candidates(
             Candidate::Config(c) => c.clone(),
             Candidate::Source(_) => Config::default(),
         };
-        let r = Record::new(w, &opts.target, "manual", config, outcome);
+        let r = Record::new(
+            w,
+            &opts.target,
+            opts.timing.threads,
+            "manual",
+            config,
+            outcome,
+        );
         if let Some(log) = &opts.log {
             append(log, &r)?;
         }

@@ -188,6 +188,32 @@ fn records_of_another_generator_are_not_resumed() {
     assert_eq!(second.trials, 4);
 }
 
+/// Records of another kernel thread count were timed at another pool size: a
+/// run at this count does not resume them (its best would be another count's).
+#[test]
+fn records_of_another_thread_count_are_not_resumed() {
+    let w = workload(12, 32, 16);
+    let dir = scratch("tune-threads");
+    let mut opts = options(&dir);
+    opts.trials = 4;
+    opts.timing.threads = 2;
+    let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(first.trials, 4);
+    let log = record::load_log(opts.log.as_ref().unwrap()).unwrap();
+    assert!(log.iter().all(|r| r.threads == Some(2)), "{log:?}");
+    opts.timing.threads = 1;
+    let second = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        second.resumed, 0,
+        "2-thread records were resumed at 1 thread"
+    );
+    assert_eq!(second.trials, 4);
+    opts.timing.threads = 2;
+    opts.trials = 6;
+    let third = tune::tune(&w, &mut tuner::RandomTuner::new(5), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(third.resumed, 4, "this count's records are resumed");
+}
+
 proptest::proptest! {
     // A resumed run compares logged throughputs with fresh ones, so a
     // measurement must come back from the log bit for bit.
@@ -195,7 +221,7 @@ proptest::proptest! {
     fn measurements_survive_the_log_exactly(g in 1e-6f64..1e6, s in 1e-9f64..10.0) {
         let w = workload(4, 4, 4);
         let timing = autotune_tune::measure::Timing { median: s, min: s, max: s };
-        let mut r = record::Record::new(&w, &common::target(), "t", Default::default(), Ok(timing));
+        let mut r = record::Record::new(&w, &common::target(), 1, "t", Default::default(), Ok(timing));
         r.gflops = Some(g);
         let line = serde_json::to_string(&r).unwrap();
         let back: record::Record = serde_json::from_str(&line).unwrap();

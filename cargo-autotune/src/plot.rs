@@ -131,6 +131,7 @@ mod tests {
             error: None,
             time: 0,
             generator: None,
+            threads: None,
         }
     }
 
