@@ -4,9 +4,9 @@
 //!
 //! An entry is keyed by the exact workload ([`WorkloadId`]: operator IR
 //! fingerprint and shapes), the target (triple and ISA level), the CPU it was
-//! tuned on ([`Cpu`]) and the generator version of the schedule space; it
-//! records the config (knob → value), its throughput, how it was found, with
-//! which compiler, and when.
+//! tuned on ([`Cpu`]), the kernel thread count it was timed at and the
+//! generator version of the schedule space; it records the config (knob →
+//! value), its throughput, how it was found, with which compiler, and when.
 //!
 //! Entries of several CPUs and kernel thread counts live side by side: a
 //! lookup prefers this CPU's at this thread count, and replays another CPU's

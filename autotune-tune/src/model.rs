@@ -85,6 +85,8 @@ impl std::str::FromStr for Objective {
 pub enum ModelError {
     #[error("the cost model has not been fitted")]
     NotFitted,
+    #[error("the few-shot tuner needs a pre-trained model, and none was given")]
+    NoPretrained,
     #[error("no training data")]
     Empty,
     #[error("{rows} rows of {cols} features do not match {labels} labels")]

@@ -210,13 +210,18 @@ impl ModelTuner {
         self
     }
 
-    /// Computes (once) the local and, with transfer, the global features of `i`.
+    /// Computes (once) the local features of `i` (none without a local model)
+    /// and, with transfer, the global ones.
     fn describe(&mut self, space: &Space, i: u128) {
         if self.features.contains_key(&i) {
             return;
         }
         let t = Instant::now();
-        let mut sets = vec![self.featurizer.set()];
+        let local = self.model.is_some();
+        let mut sets = Vec::new();
+        if local {
+            sets.push(self.featurizer.set());
+        }
         sets.extend(self.transfer.as_ref().map(|g| g.set));
         let mut f = self
             .featurizer
@@ -225,8 +230,12 @@ impl ModelTuner {
         if let Some(g) = &mut self.transfer {
             g.features.insert(i, f.pop().expect("one vector per set"));
         }
-        self.features
-            .insert(i, f.pop().expect("one vector per set"));
+        let own = if local {
+            f.pop().expect("one vector per set")
+        } else {
+            Vec::new()
+        };
+        self.features.insert(i, own);
         self.overhead.features += t.elapsed();
     }
 
@@ -287,7 +296,9 @@ impl ModelTuner {
             let mut x = Matrix::new(self.featurizer.len());
             for &i in &fresh {
                 self.describe(space, i);
-                x.push(&self.features[&i]);
+                if self.model.is_some() {
+                    x.push(&self.features[&i]);
+                }
             }
             let t = Instant::now();
             let base = self.base_margin(space, &fresh)?;
@@ -734,10 +745,7 @@ pub fn few_shot(
     seeds: &[Config],
 ) -> Result<ModelTuner, ModelError> {
     let space = Space::new(&w.op, w.shapes());
-    let mut seeds = seeds.to_vec();
-    if let Some(h) = history.filter(|h| !h.is_empty()) {
-        seeds.extend(h.seeds(w, &space, 2, 8));
-    }
+    let mut seeds = starting_configs(w, &space, seeds, history);
     // Seeds are measured first: at most half of the first batch, so that the
     // model's own picks are measured too.
     seeds.truncate(FEW_SHOT_BATCH / 2);
@@ -766,13 +774,27 @@ pub fn xgb_tuner(
 ) -> Result<ModelTuner, ModelError> {
     let model = crate::model::default_model(objective, seed)?;
     let space = Space::new(&w.op, w.shapes());
-    let mut seeds = seeds.to_vec();
+    let seeds = starting_configs(w, &space, seeds, history);
     let mut t = ModelTuner::new(w, Some(model), opts, seed);
     if let Some(h) = history.filter(|h| !h.is_empty()) {
-        seeds.extend(h.seeds(w, &space, 2, 8));
         if let (Some(global), Some(set)) = (transfer_model(h, objective, seed)?, h.set) {
             t = t.with_transfer(global, set);
         }
     }
     Ok(t.with_seeds(&space, &seeds))
+}
+
+/// The configs a search starts from: the caller's `seeds`, then the best
+/// configs of the most similar workloads of `history`.
+fn starting_configs(
+    w: &Workload,
+    space: &Space,
+    seeds: &[Config],
+    history: Option<&History>,
+) -> Vec<Config> {
+    let mut out = seeds.to_vec();
+    if let Some(h) = history.filter(|h| !h.is_empty()) {
+        out.extend(h.seeds(w, space, 2, 8));
+    }
+    out
 }

@@ -140,15 +140,13 @@ pub fn tune(
     let mut measured: HashSet<u128> = HashSet::new();
     let default = space.default_config(&w.op, w.shapes());
     // Resume: earlier trials of this workload on this target at this thread
-    // count (or of an unrecorded one: logs before records said) count.
+    // count count. (Records before they said their count are not resumed:
+    // their best may be another count's.)
     if let Some(log) = &opts.log {
         let mut observed = Vec::new();
-        let threads = opts.timing.threads;
+        let threads = Some(opts.timing.threads);
         for r in load_log(log)?.into_iter().filter(|r| {
-            r.workload_id == id
-                && r.target == *target
-                && r.is_current()
-                && r.threads.is_none_or(|t| t == threads)
+            r.workload_id == id && r.target == *target && r.is_current() && r.threads == threads
         }) {
             if let Ok(i) = space.index_of(&r.config) {
                 measured.insert(i);

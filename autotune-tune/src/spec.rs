@@ -92,7 +92,7 @@ impl TunerSpec {
     ) -> Result<Box<dyn Tuner>, ModelError> {
         Ok(match self {
             TunerSpec::FewShot { refit } => {
-                let p = pretrained.ok_or(ModelError::NotFitted)?;
+                let p = pretrained.ok_or(ModelError::NoPretrained)?;
                 let opts = SearchOptions {
                     // Few trials: each goes to the model's picks, none at random.
                     epsilon: 0.0,
@@ -212,5 +212,27 @@ mod tests {
         assert!("xgb".parse::<TunerSpec>().is_err());
         assert!("xgb-rank-bogus".parse::<TunerSpec>().is_err());
         assert!("annealing".parse::<TunerSpec>().is_err());
+    }
+
+    #[test]
+    fn few_shot_without_a_model_says_so() {
+        let item: syn::ItemFn = syn::parse_str(
+            "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+                compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+            }",
+        )
+        .unwrap();
+        let op = autotune_lang::parse_operator(
+            "specialize(M = 4, N = 16, K = 8)".parse().unwrap(),
+            &item,
+        )
+        .unwrap();
+        let w = Workload { op, spec: 0 };
+        let err = TunerSpec::FewShot { refit: false }
+            .build(&w, 1, None, &[], None)
+            .err()
+            .expect("no model, no few-shot tuner");
+        assert!(matches!(err, ModelError::NoPretrained), "{err}");
+        assert!(err.to_string().contains("pre-trained model"), "{err}");
     }
 }

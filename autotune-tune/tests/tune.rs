@@ -189,7 +189,8 @@ fn records_of_another_generator_are_not_resumed() {
 }
 
 /// Records of another kernel thread count were timed at another pool size: a
-/// run at this count does not resume them (its best would be another count's).
+/// run at this count does not resume them (its best would be another count's),
+/// nor records that do not say their count.
 #[test]
 fn records_of_another_thread_count_are_not_resumed() {
     let w = workload(12, 32, 16);
@@ -212,6 +213,23 @@ fn records_of_another_thread_count_are_not_resumed() {
     opts.trials = 6;
     let third = tune::tune(&w, &mut tuner::RandomTuner::new(5), &opts, &mut |_, _| {}).unwrap();
     assert_eq!(third.resumed, 4, "this count's records are resumed");
+    // Records that do not say their count (older logs) are not resumed.
+    let log = opts.log.clone().unwrap();
+    let unsaid: Vec<String> = record::load_log(&log)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).unwrap();
+            v.as_object_mut().unwrap().remove("threads");
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&log, unsaid.join("\n") + "\n").unwrap();
+    let fourth = tune::tune(&w, &mut tuner::RandomTuner::new(6), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        fourth.resumed, 0,
+        "records without a thread count were resumed"
+    );
 }
 
 proptest::proptest! {

@@ -17,8 +17,8 @@ pub struct Replay {
     pub others: Vec<(Cpu, f64)>,
 }
 
-/// Times `w`'s entries of other CPUs beside this CPU's current one (none
-/// without both).
+/// Times `w`'s entries of other CPUs beside this CPU's current one, those
+/// for the thread count of `opts` (none without both).
 pub fn measure(
     w: &Workload,
     entries: &[Entry],
@@ -29,19 +29,22 @@ pub fn measure(
     dir: &Path,
 ) -> Result<Option<Replay>> {
     let id = w.id();
-    let Some(own) = entries.iter().find(|e| {
-        e.workload_id == id
-            && e.target == *target
-            && e.generator == cache::GENERATOR_VERSION
-            && cpu.same(&e.tuned_on())
-    }) else {
+    // Entries for the thread count timed here (or of an unrecorded one).
+    let mine = |e: &&Entry| {
+        e.workload_id == id && e.target == *target && e.threads.is_none_or(|t| t == opts.threads)
+    };
+    let Some(own) = entries
+        .iter()
+        .filter(mine)
+        .find(|e| e.generator == cache::GENERATOR_VERSION && cpu.same(&e.tuned_on()))
+    else {
         return Ok(None);
     };
     let space = Space::new(&w.op, w.shapes());
     let others: Vec<&Entry> = entries
         .iter()
-        .filter(|e| e.workload_id == id && e.target == *target && !cpu.same(&e.tuned_on()))
-        .filter(|e| space.index_of(&e.config).is_ok())
+        .filter(mine)
+        .filter(|e| !cpu.same(&e.tuned_on()) && space.index_of(&e.config).is_ok())
         .collect();
     if others.is_empty() {
         return Ok(None);
