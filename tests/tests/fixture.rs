@@ -71,6 +71,20 @@ fn take_turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A fresh fixture crate in `name`, built once, tuning with 2 trials.
+fn tuned_crate(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate(&dir, OPS);
+    let build = cargo(
+        &dir,
+        &["build"],
+        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "2")],
+    );
+    assert!(build.status.success(), "{}", text(&build));
+    dir
+}
+
 fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut cmd = Command::new(cargo);
@@ -280,15 +294,7 @@ fn tuning_for_a_cpu_the_cache_lacks_is_announced() {
 #[test]
 fn another_cpus_entry_is_replayed_and_kept() {
     let _turn = take_turn();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-other-cpu");
-    let _ = std::fs::remove_dir_all(&dir);
-    write_crate(&dir, OPS);
-    let build = cargo(
-        &dir,
-        &["build"],
-        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "2")],
-    );
-    assert!(build.status.success(), "{}", text(&build));
+    let dir = tuned_crate("fixtures-other-cpu");
     // Make the entry another CPU's.
     let file = dir.join("tuning-cache/mm_bias_relu.toml");
     let cache = std::fs::read_to_string(&file).unwrap();
@@ -399,15 +405,7 @@ fn retune_measures_again() {
 #[test]
 fn the_run_time_isa_cap_does_not_change_the_build() {
     let _turn = take_turn();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures-isa-cap");
-    let _ = std::fs::remove_dir_all(&dir);
-    write_crate(&dir, OPS);
-    let build = cargo(
-        &dir,
-        &["build"],
-        &[("AUTOTUNE", "tune"), ("AUTOTUNE_TRIALS", "2")],
-    );
-    assert!(build.status.success(), "{}", text(&build));
+    let dir = tuned_crate("fixtures-isa-cap");
     let file = dir.join("tuning-cache/mm_bias_relu.toml");
     let before = std::fs::read_to_string(&file).unwrap();
     // Locked: a different cache key would be a miss, and fail.
