@@ -48,58 +48,6 @@ fn shipped_threads() -> usize {
     autotune_build::settings::shipped_threads(std::env::var("AUTOTUNE_NUM_THREADS").ok().as_deref())
 }
 
-/// `verify --other-cpus`: each workload's other CPUs' entries against this
-/// CPU's, and the geometric mean and worst ratio over all of them.
-fn replay_costs(
-    ops: &[autotune_lang::Operator],
-    cache: &std::path::Path,
-    host: &Target,
-    cpu: &cache::Cpu,
-    threads: usize,
-    rounds: usize,
-) -> Result<()> {
-    println!("this CPU: {cpu}; {threads} thread(s), median of {rounds} alternating rounds");
-    let opts = TimingOptions {
-        threads,
-        ..TimingOptions::default()
-    };
-    let dir = PathBuf::from("target/autotune/verify");
-    let mut ratios = Vec::new();
-    for op in ops {
-        let entries = cache::load(cache, &op.name)?;
-        for spec in 0..op.specializations.len() {
-            let w = Workload {
-                op: op.clone(),
-                spec,
-            };
-            let Some(r) = replay::measure(&w, &entries, host, cpu, &opts, rounds, &dir)? else {
-                continue;
-            };
-            for (other, gflops) in &r.others {
-                ratios.push(gflops / r.own);
-                println!(
-                    "{:<40} own {:>8.2} GFLOP/s, tuned on {other}: {:>8.2} ({:.3}x)",
-                    w.key(),
-                    r.own,
-                    gflops,
-                    gflops / r.own
-                );
-            }
-        }
-    }
-    if ratios.is_empty() {
-        println!("no workload has entries of this CPU and of another for {host}");
-        return Ok(());
-    }
-    let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    println!(
-        "{} replays: geometric mean {geomean:.3}x of this CPU's entries, worst {worst:.3}x",
-        ratios.len()
-    );
-    Ok(())
-}
-
 /// The per-user store of record logs, as the build finds it.
 fn user_store() -> Option<PathBuf> {
     autotune_tune::history::user_store(
@@ -718,7 +666,7 @@ fn main() -> Result<()> {
             let cpu = cache::Cpu::host();
             let threads = threads.unwrap_or_else(shipped_threads);
             if other_cpus {
-                return replay_costs(&load(&target)?, &cache, &host, &cpu, threads, rounds);
+                return replay::report(&load(&target)?, &cache, &host, &cpu, threads, rounds);
             }
             for op in load(&target)? {
                 let entries = cache::load(&cache, &op.name)?;

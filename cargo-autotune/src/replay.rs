@@ -4,7 +4,7 @@
 //! compiled in one batch beside this CPU's own entry, checked, and timed in
 //! alternating rounds, so drift of the machine hits all of them alike.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use autotune_build::cache::{self, Cpu, Entry};
@@ -19,7 +19,7 @@ pub struct Replay {
 
 /// Times `w`'s entries of other CPUs beside this CPU's current one, those
 /// for the thread count of `opts` (none without both).
-pub fn measure(
+fn measure(
     w: &Workload,
     entries: &[Entry],
     target: &Target,
@@ -80,4 +80,56 @@ pub fn measure(
             .map(|(e, g)| (e.tuned_on(), *g))
             .collect(),
     }))
+}
+
+/// `verify --other-cpus`: each workload's other CPUs' entries against this
+/// CPU's, and the geometric mean and worst ratio over all of them.
+pub fn report(
+    ops: &[autotune_lang::Operator],
+    cache: &Path,
+    host: &Target,
+    cpu: &Cpu,
+    threads: usize,
+    rounds: usize,
+) -> Result<()> {
+    println!("this CPU: {cpu}; {threads} thread(s), median of {rounds} alternating rounds");
+    let opts = TimingOptions {
+        threads,
+        ..TimingOptions::default()
+    };
+    let dir = PathBuf::from("target/autotune/verify");
+    let mut ratios = Vec::new();
+    for op in ops {
+        let entries = cache::load(cache, &op.name)?;
+        for spec in 0..op.specializations.len() {
+            let w = Workload {
+                op: op.clone(),
+                spec,
+            };
+            let Some(r) = measure(&w, &entries, host, cpu, &opts, rounds, &dir)? else {
+                continue;
+            };
+            for (other, gflops) in &r.others {
+                ratios.push(gflops / r.own);
+                println!(
+                    "{:<40} own {:>8.2} GFLOP/s, tuned on {other}: {:>8.2} ({:.3}x)",
+                    w.key(),
+                    r.own,
+                    gflops,
+                    gflops / r.own
+                );
+            }
+        }
+    }
+    if ratios.is_empty() {
+        println!("no workload has entries of this CPU and of another for {host}");
+        return Ok(());
+    }
+    let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+    let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    println!(
+        "{} replays: geometric mean {geomean:.3}x of this CPU's entries, worst {worst:.3}x",
+        ratios.len()
+    );
+    Ok(())
 }
