@@ -14,8 +14,7 @@ use std::fmt::Write as _;
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
 use crate::loopnest::{IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
-use crate::target::Isa;
-use crate::Selector;
+use crate::target::{Isa, Selector};
 
 /// The header of a generated C file: includes, vector types, runtime functions.
 pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {

@@ -31,7 +31,7 @@ use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
-pub use target::{CpuId, Isa, Target};
+pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
 
 /// Version of the schedule space and the lowering: a config (a cache entry, a
@@ -66,14 +66,6 @@ impl From<Option<Config>> for Choice {
             variants: Vec::new(),
         }
     }
-}
-
-/// When a variant of a [`Choice`] runs: on this CPU (CPUID vendor, family and
-/// model) and at this thread count of the package's pool; `None` matches any.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Selector {
-    pub cpu: Option<CpuId>,
-    pub threads: Option<usize>,
 }
 
 /// The C source of one variant of `op` under any symbol and runtime prefix:

@@ -228,6 +228,14 @@ impl FromStr for CpuId {
 
 crate::text::text_serde!(CpuId);
 
+/// When a kernel variant tuned for particular machines runs: on this CPU and
+/// at this thread count of the package's pool; `None` matches any.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Selector {
+    pub cpu: Option<CpuId>,
+    pub threads: Option<usize>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
