@@ -14,11 +14,11 @@
  *
  *   int32_t P_cpu_is(const char *vendor, int32_t family, int32_t model);
  *       1 if this CPU is the one named: its CPUID vendor string (letters and digits
- *       only) and display family and
- *       model (the extended family added to family 15, the extended model prefixed to
- *       the model of families 6 and 15, as Linux prints them and autotune's CpuId
- *       records them), else 0 (always 0 off x86). Kernels tuned on several CPUs pick
- *       their config with it, on every call: CPUID is read once.
+ *       only) and display family and model (the extended family added to family 15,
+ *       the extended model prefixed to the model of families 6 and 15, as Linux prints
+ *       them and autotune's CpuId records them), else 0 (always 0 off x86). Kernels
+ *       tuned on several CPUs pick their config with it on every call; CPUID is read
+ *       and decoded once.
  *
  * On x86, __builtin_cpu_supports (GCC, clang) reports AVX/AVX2/FMA only if the OS has
  * enabled ymm state in XCR0, and AVX-512 features only if it has also enabled opmask and
@@ -26,6 +26,7 @@
  * On other architectures the level is always 0.
  */
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,48 +67,36 @@ int32_t AUTOTUNE_POOL_PREFIX_isa_level(void) {
     return level;
 }
 
-/* This CPU's CPUID vendor registers and signature, read once (CPUID is slow; in a VM it
- * traps to the hypervisor) and kept in atomics: racing first calls store the same values. */
-static uint32_t cpu_regs[4]; /* leaf 0 EBX, EDX, ECX; leaf 1 EAX */
-static int32_t cpu_known = 0; /* 0 = not read yet, 1 = read, -1 = none */
+/* This CPU's vendor (letters and digits), display family and model: read once, since
+ * CPUID is slow (in a VM it traps to the hypervisor) and dispatchers ask on every call. */
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static char cpu_vendor[13];
+static int32_t cpu_family = -1, cpu_model = -1; /* -1: not x86, or CPUID failed */
 
-static int32_t cpu_read(void) {
+static void cpu_read(void) {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned int eax, ebx, ecx, edx, sig;
-    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return -1;
-    if (!__get_cpuid(1, &sig, &eax, &eax, &eax)) return -1;
-    __atomic_store_n(&cpu_regs[0], ebx, __ATOMIC_RELAXED);
-    __atomic_store_n(&cpu_regs[1], edx, __ATOMIC_RELAXED);
-    __atomic_store_n(&cpu_regs[2], ecx, __ATOMIC_RELAXED);
-    __atomic_store_n(&cpu_regs[3], sig, __ATOMIC_RELAXED);
-    return 1;
-#else
-    return -1;
+    char raw[12];
+    int n = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx) || !__get_cpuid(1, &sig, &eax, &eax, &eax)) return;
+    memcpy(raw, &ebx, 4);
+    memcpy(raw + 4, &edx, 4);
+    memcpy(raw + 8, &ecx, 4);
+    for (int i = 0; i < 12; ++i) {
+        char c = raw[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) cpu_vendor[n++] = c;
+    }
+    cpu_vendor[n] = 0;
+    unsigned int base = (sig >> 8) & 0xf;
+    unsigned int mod = (sig >> 4) & 0xf;
+    if (base == 0x6 || base == 0xf) mod |= ((sig >> 16) & 0xf) << 4;
+    cpu_family = (int32_t)(base == 0xf ? base + ((sig >> 20) & 0xff) : base);
+    cpu_model = (int32_t)mod;
 #endif
 }
 
 int32_t AUTOTUNE_POOL_PREFIX_cpu_is(const char *vendor, int32_t family, int32_t model) {
-    int32_t known = __atomic_load_n(&cpu_known, __ATOMIC_ACQUIRE);
-    if (known == 0) {
-        known = cpu_read();
-        __atomic_store_n(&cpu_known, known, __ATOMIC_RELEASE);
-    }
-    if (known != 1) return 0;
-    uint32_t regs[4];
-    for (int i = 0; i < 4; ++i) regs[i] = __atomic_load_n(&cpu_regs[i], __ATOMIC_RELAXED);
-    /* The vendor's letters and digits, as CpuId keeps them. */
-    char raw[12], name[13];
-    int n = 0;
-    memcpy(raw, regs, 12);
-    for (int i = 0; i < 12; ++i) {
-        char c = raw[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) name[n++] = c;
-    }
-    name[n] = 0;
-    uint32_t sig = regs[3];
-    uint32_t base = (sig >> 8) & 0xf;
-    uint32_t fam = base == 0xf ? base + ((sig >> 20) & 0xff) : base;
-    uint32_t mod = (sig >> 4) & 0xf;
-    if (base == 0x6 || base == 0xf) mod |= ((sig >> 16) & 0xf) << 4;
-    return (int32_t)fam == family && (int32_t)mod == model && strcmp(name, vendor) == 0;
+    pthread_once(&cpu_once, cpu_read);
+    return cpu_family >= 0 && cpu_family == family && cpu_model == model &&
+           strcmp(cpu_vendor, vendor) == 0;
 }
