@@ -34,6 +34,7 @@ mod tuning;
 use std::path::{Path, PathBuf};
 
 use autotune_codegen::runtime::{runtime_c, C_FLAGS, OPT_LEVEL, RUNTIME_C};
+use autotune_codegen::GenericSchedule;
 use autotune_lang::mangle;
 use autotune_lang::Operator;
 
@@ -136,7 +137,14 @@ impl Builder {
             let path = c_dir.join(format!("{}.c", s.op.name));
             let configs =
                 configs::for_operator(&s.op, &all_ops, mode, &cache_dir, &settings, &mut missing)?;
-            let c = autotune_codegen::operator_c(pkg, &s.op, &configs, &settings.isas)?;
+            let generic = GenericSchedule::for_operator(&s.op, &configs);
+            let c = autotune_codegen::operator_c(
+                pkg,
+                &s.op,
+                &configs,
+                generic.as_ref(),
+                &settings.isas,
+            )?;
             write_if_changed(&path, &c)?;
             c_files.push(path);
         }

@@ -109,6 +109,25 @@ pub fn dispatcher(any: &Kernel, symbol: &str, variants: &[(&Selector, String)]) 
     s
 }
 
+/// `symbol`, with `first`'s signature: calls `first` where `lhs < rhs` (an
+/// expression of the shape parameters), else `otherwise`.
+pub fn size_dispatcher(
+    first: &Kernel,
+    symbol: &str,
+    (lhs, rhs): (&IExpr, &IExpr),
+    otherwise: &str,
+) -> String {
+    let (params, args) = signature(first);
+    let args = args.join(", ");
+    format!(
+        "\nint32_t {symbol}({}) {{\n  if ({} < {}) return {}({args});\n  return {otherwise}({args});\n}}\n",
+        params.join(", "),
+        iexpr(lhs),
+        iexpr(rhs),
+        first.symbol,
+    )
+}
+
 /// Prints one kernel: a clone per ISA level and the dispatcher named `k.symbol`.
 pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
     let (params, args) = signature(k);
@@ -636,12 +655,20 @@ pub fn iexpr(e: &IExpr) -> String {
             }
             _ => format!("{} + {}", iexpr(a), iexpr(b)),
         },
-        IExpr::Mul(a, b) => format!("{} * {}", atom(a), atom(b)),
+        // `a * (b / c)` is not `a * b / c`: a quotient on the right keeps its parentheses.
+        IExpr::Mul(a, b) => match &**b {
+            IExpr::Div(..) | IExpr::Mod(..) => format!("{} * ({})", atom(a), iexpr(b)),
+            _ => format!("{} * {}", atom(a), atom(b)),
+        },
         IExpr::Div(a, b) => format!("{} / {}", atom_strict(a), atom_strict(b)),
         IExpr::Mod(a, b) => format!("{} % {}", atom_strict(a), atom_strict(b)),
         IExpr::Min(a, b) => {
             let (a, b) = (iexpr(a), iexpr(b));
             format!("({a} < {b} ? {a} : {b})")
+        }
+        IExpr::Max(a, b) => {
+            let (a, b) = (iexpr(a), iexpr(b));
+            format!("({a} > {b} ? {a} : {b})")
         }
     }
 }
@@ -651,7 +678,7 @@ fn atom_strict(x: &IExpr) -> String {
     match x {
         IExpr::Const(c) if *c >= 0 => c.to_string(),
         IExpr::Var(v) => v.clone(),
-        IExpr::Min(..) => iexpr(x),
+        IExpr::Min(..) | IExpr::Max(..) => iexpr(x),
         _ => format!("({})", iexpr(x)),
     }
 }

@@ -29,6 +29,7 @@ pub mod workload;
 
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
+use loopnest::IExpr;
 
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
@@ -68,9 +69,51 @@ impl From<Option<Config>> for Choice {
     }
 }
 
+/// The schedule of an operator's generic kernel: `config`, a point of the
+/// operator's space at the shapes `anchor` (those it was tuned at), lowered
+/// for symbolic shapes. Without one the generic kernel runs the default
+/// schedule, as the reference always does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenericSchedule {
+    pub anchor: Vec<i64>,
+    pub config: Config,
+}
+
+impl GenericSchedule {
+    /// The schedule a build gives `op`'s generic kernel when it has no tuned
+    /// one: the config chosen for its largest specialisation (by flops; in
+    /// `choices`, `None` meaning the space's default), at that
+    /// specialisation's shapes; without specialisations, the space's default
+    /// config at nominal shapes (every input size 64, else the largest power
+    /// of two down to 8 that makes every size positive).
+    pub fn for_operator(op: &Operator, choices: &[Choice]) -> Option<GenericSchedule> {
+        let largest = (0..op.specializations.len()).max_by(|a, b| {
+            let flops = |i: &usize| op.flops(&op.specializations[*i].values);
+            flops(a).total_cmp(&flops(b)).then(b.cmp(a))
+        });
+        let (anchor, config) = match largest {
+            Some(i) => (
+                op.specializations[i].values.clone(),
+                choices.get(i).and_then(|c| c.config.clone()),
+            ),
+            None => {
+                let anchor = [64, 32, 16, 8].into_iter().find_map(|n| {
+                    let given: Vec<_> = op.input_shape_vars().map(|(v, _)| (v, n)).collect();
+                    op.resolve_shapes(&given)
+                        .filter(|values| values.iter().all(|x| *x > 0))
+                })?;
+                (anchor, None)
+            }
+        };
+        let config = config.unwrap_or_else(|| Space::new(op, &anchor).default_config(op, &anchor));
+        Some(GenericSchedule { anchor, config })
+    }
+}
+
 /// The C source of one variant of `op` under any symbol and runtime prefix:
-/// the generic kernel (default schedule), or a specialisation with `config`
-/// (`None`: the space's default config). One clone per level of `isas`.
+/// the generic kernel with the default schedule (the reference), or a
+/// specialisation with `config` (`None`: the space's default config). One
+/// clone per level of `isas`.
 pub fn kernel_c(
     op: &Operator,
     variant: Variant,
@@ -85,6 +128,47 @@ pub fn kernel_c(
     ))
 }
 
+/// The C source of `op`'s generic kernel with `schedule` (`None`: the
+/// default schedule) under any symbol and runtime prefix.
+pub fn generic_c(
+    op: &Operator,
+    schedule: Option<&GenericSchedule>,
+    isas: &[Isa],
+    symbol: String,
+    runtime: String,
+) -> Result<String, CodegenError> {
+    let naive = |symbol| lower::lower(op, Variant::Generic, None, symbol, runtime.clone());
+    let Some(g) = schedule else {
+        return Ok(emit::kernel_c(&naive(symbol), isas));
+    };
+    let plan = plan(op, Variant::Generic, &g.anchor, Some(&g.config))?;
+    let tiled = lower::lower(
+        op,
+        Variant::Generic,
+        Some(&plan),
+        format!("{symbol}__tiled"),
+        runtime.clone(),
+    );
+    let naive = naive(format!("{symbol}__naive"));
+    // At small shapes the tiled kernel's packs (whole tiles and blocks) cost
+    // more than the call: there the default schedule runs.
+    let elems = |k: &loopnest::Kernel| {
+        k.scratch
+            .iter()
+            .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()))
+    };
+    let work = lower::iterations(op).plus(elems(&naive));
+    let mut c = emit::kernel_c(&tiled, isas);
+    c.push_str(&emit::kernel_c(&naive, isas));
+    c.push_str(&emit::size_dispatcher(
+        &tiled,
+        &symbol,
+        (&elems(&tiled), &work),
+        &naive.symbol,
+    ));
+    Ok(c)
+}
+
 fn lower_variant(
     op: &Operator,
     variant: Variant,
@@ -94,23 +178,7 @@ fn lower_variant(
 ) -> Result<loopnest::Kernel, CodegenError> {
     let schedule = match variant {
         Variant::Generic => None,
-        Variant::Specialized(i) => {
-            let shapes = &op.specializations[i].values;
-            let space = Space::new(op, shapes);
-            let default;
-            let config = match config {
-                Some(c) => c,
-                None => {
-                    default = space.default_config(op, shapes);
-                    &default
-                }
-            };
-            Some(space.plan(op, config).map_err(|source| CodegenError {
-                op: op.name.clone(),
-                variant: mangle::variant_name(op, variant),
-                source: Box::new(source),
-            })?)
-        }
+        Variant::Specialized(i) => Some(plan(op, variant, &op.specializations[i].values, config)?),
     };
     Ok(lower::lower(
         op,
@@ -119,6 +187,30 @@ fn lower_variant(
         symbol,
         runtime,
     ))
+}
+
+/// `config` (`None`: the default) of the space of `op` at `shapes`, decoded
+/// into per-stage plans for `variant`.
+fn plan(
+    op: &Operator,
+    variant: Variant,
+    shapes: &[i64],
+    config: Option<&Config>,
+) -> Result<Vec<space::StageSchedule>, CodegenError> {
+    let space = Space::new(op, shapes);
+    let default;
+    let config = match config {
+        Some(c) => c,
+        None => {
+            default = space.default_config(op, shapes);
+            &default
+        }
+    };
+    space.plan(op, config).map_err(|source| CodegenError {
+        op: op.name.clone(),
+        variant: mangle::variant_name(op, variant),
+        source: Box::new(source),
+    })
 }
 
 /// The C source of one variant of a package's operator, under its real symbol
@@ -181,11 +273,12 @@ fn specialisation_c(
 }
 
 /// The C file of one operator of a package: the header, each specialisation
-/// with its choice of configs, and the generic kernel.
+/// with its choice of configs, and the generic kernel with `generic`.
 pub fn operator_c(
     pkg: &Package,
     op: &Operator,
     choices: &[Choice],
+    generic: Option<&GenericSchedule>,
     isas: &[Isa],
 ) -> Result<String, CodegenError> {
     let runtime = mangle::runtime_prefix(pkg);
@@ -194,6 +287,12 @@ pub fn operator_c(
         let choice = choices.get(i).cloned().unwrap_or_default();
         c.push_str(&specialisation_c(pkg, op, i, &choice, isas)?);
     }
-    c.push_str(&variant_c(pkg, op, Variant::Generic, None, isas)?);
+    c.push_str(&generic_c(
+        op,
+        generic,
+        isas,
+        mangle::kernel_symbol(pkg, op, Variant::Generic),
+        runtime,
+    )?);
     Ok(c)
 }

@@ -14,6 +14,7 @@ pub enum IExpr {
     Add(Box<IExpr>, Box<IExpr>),
     Mul(Box<IExpr>, Box<IExpr>),
     Min(Box<IExpr>, Box<IExpr>),
+    Max(Box<IExpr>, Box<IExpr>),
     /// Division of non-negative values (rounds down).
     Div(Box<IExpr>, Box<IExpr>),
     Mod(Box<IExpr>, Box<IExpr>),
@@ -55,6 +56,35 @@ impl IExpr {
             (a, b) if a == b => a,
             (a, b) => IExpr::Min(Box::new(a), Box::new(b)),
         }
+    }
+
+    pub fn max(self, other: IExpr) -> IExpr {
+        match (self, other) {
+            (IExpr::Const(a), IExpr::Const(b)) => IExpr::Const(a.max(b)),
+            (a, b) if a == b => a,
+            (a, b) => IExpr::Max(Box::new(a), Box::new(b)),
+        }
+    }
+
+    /// `self / d` for a divisor that may be symbolic (positive at run time).
+    pub fn div_by(self, d: IExpr) -> IExpr {
+        match d {
+            IExpr::Const(c) => self.floor_div(c),
+            d => IExpr::Div(Box::new(self), Box::new(d)),
+        }
+    }
+
+    /// `self % d` for a divisor that may be symbolic (positive at run time).
+    pub fn rem_by(self, d: IExpr) -> IExpr {
+        match d {
+            IExpr::Const(c) => self.modulo(c),
+            d => IExpr::Mod(Box::new(self), Box::new(d)),
+        }
+    }
+
+    /// `ceil(self / d)` for a non-negative `self`.
+    pub fn ceil_div(self, d: i64) -> IExpr {
+        self.plus(IExpr::Const(d - 1)).floor_div(d)
     }
 
     pub fn floor_div(self, d: i64) -> IExpr {

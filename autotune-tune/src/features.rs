@@ -679,6 +679,7 @@ impl Walker {
             IExpr::Add(a, b) => self.subst(a).plus(self.subst(b)),
             IExpr::Mul(a, b) => self.subst(a).times(self.subst(b)),
             IExpr::Min(a, b) => self.subst(a).min(self.subst(b)),
+            IExpr::Max(a, b) => self.subst(a).max(self.subst(b)),
             IExpr::Div(a, b) => IExpr::Div(Box::new(self.subst(a)), b.clone()),
             IExpr::Mod(a, b) => IExpr::Mod(Box::new(self.subst(a)), b.clone()),
         }
@@ -692,6 +693,7 @@ impl Walker {
             IExpr::Add(a, b) => self.eval(a) + self.eval(b),
             IExpr::Mul(a, b) => self.eval(a) * self.eval(b),
             IExpr::Min(a, b) => self.eval(a).min(self.eval(b)),
+            IExpr::Max(a, b) => self.eval(a).max(self.eval(b)),
             IExpr::Div(a, b) => self.eval(a).div_euclid(self.eval(b).max(1)),
             IExpr::Mod(a, b) => self.eval(a).rem_euclid(self.eval(b).max(1)),
         }
@@ -842,7 +844,7 @@ fn coefficient(e: &IExpr, var: &str) -> f64 {
             // A product of two variables: count each side once.
             _ => coefficient(a, var) + coefficient(b, var),
         },
-        IExpr::Min(a, _) => coefficient(a, var),
+        IExpr::Min(a, _) | IExpr::Max(a, _) => coefficient(a, var),
         IExpr::Div(a, b) => coefficient(a, var) / b.as_const().unwrap_or(1).max(1) as f64,
         IExpr::Mod(a, _) => coefficient(a, var),
     }

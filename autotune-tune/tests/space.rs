@@ -64,6 +64,145 @@ fn with_random_shape(op: &Operator, rng: &mut StdRng) -> Option<Operator> {
     None
 }
 
+/// The op with one more specialisation at random sizes from `sizes`, the
+/// interpreter's inputs valid (a shape whose reads leave their tensors is
+/// refused by the wrapper) and no size negative.
+fn with_shape_from(op: &Operator, sizes: &[i64], rng: &mut StdRng) -> Option<Operator> {
+    for _ in 0..40 {
+        let given: Vec<(usize, i64)> = op
+            .input_shape_vars()
+            .map(|(v, _)| (v, sizes[rng.gen_range(0..sizes.len())]))
+            .collect();
+        let Some(values) = op.resolve_shapes(&given) else {
+            continue;
+        };
+        if values.iter().any(|v| *v < 0) {
+            continue;
+        }
+        let zeros: Vec<Vec<f64>> = op
+            .inputs
+            .iter()
+            .map(|t| vec![0.0; t.dims.iter().map(|d| d.value(&values)).product::<i64>() as usize])
+            .collect();
+        if autotune_lang::eval::evaluate(op, &values, &zeros).is_ok() {
+            let mut op = op.clone();
+            op.specializations.push(Specialization { values });
+            return Some(op);
+        }
+    }
+    None
+}
+
+/// A candidate `CANDIDATE` that calls the generic kernel `kernel` at the shapes of `w`.
+fn call_at(w: &Workload, kernel: &str) -> String {
+    let t = w.op.dtype.c_name();
+    let n = w.op.inputs.len();
+    let params: Vec<String> = (0..n)
+        .map(|i| format!("const {t} *p{i}"))
+        .chain([format!("{t} *out")])
+        .collect();
+    let args: Vec<String> = (0..n)
+        .map(|i| format!("p{i}"))
+        .chain(["out".to_string()])
+        .chain(w.shapes().iter().map(|v| v.to_string()))
+        .collect();
+    format!(
+        "\nint32_t CANDIDATE({}) {{ return {kernel}({}); }}\n",
+        params.join(", "),
+        args.join(", ")
+    )
+}
+
+/// The generic kernel with a schedule is correct at every shape: random
+/// sensible configs of each operator's space at its first specialisation (or
+/// at a random shape), lowered for symbolic shapes, called at random shapes
+/// (0, 1, primes, just below and above tile multiples), on two threads,
+/// against the default-schedule reference.
+#[test]
+fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
+    let cases = env_u64("AUTOTUNE_PROPTEST_CASES", 3) as usize;
+    let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
+    println!("generic kernels: AUTOTUNE_PROPTEST_SEED={seed} AUTOTUNE_PROPTEST_CASES={cases}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("generic-{}", common::target().isa));
+    const SIZES: [i64; 12] = [0, 1, 2, 3, 7, 13, 15, 16, 17, 31, 33, 47];
+    let timing = autotune_tune::measure::TimingOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let (mut checked, mut slow, mut empty) = (0, 0, 0);
+    for op in test_ops() {
+        let anchor = match op.specializations.first() {
+            Some(s) => s.values.clone(),
+            None => match with_random_shape(&op, &mut rng) {
+                Some(o) => o.specializations[0].values.clone(),
+                None => continue,
+            },
+        };
+        let space = Space::new(&op, &anchor);
+        let mut configs = vec![space.default_config(&op, &anchor)];
+        // The configs a tuner proposes (a generic kernel's config is a tuned one).
+        configs.extend(
+            (0..cases * 50)
+                .map(|_| space.config_at(rng.gen_range(0..space.size())))
+                .filter(|c| space.sensible(c))
+                .take(cases),
+        );
+        let Some(at) = with_shape_from(&op, &SIZES, &mut rng) else {
+            continue;
+        };
+        let w = Workload {
+            spec: at.specializations.len() - 1,
+            op: at,
+        };
+        empty += usize::from(w.shapes().contains(&0));
+        let dir = root.join(&op.name);
+        let mut harness = measure::Harness::new(&w, common::target().isa, &dir, seed)
+            .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+        harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
+        // The generic kernel's tiled path, called directly: at these sizes its
+        // dispatcher would mostly pick the default schedule.
+        let candidates: Vec<measure::Candidate> = configs
+            .iter()
+            .map(|config| {
+                let g = autotune_codegen::GenericSchedule {
+                    anchor: anchor.clone(),
+                    config: config.clone(),
+                };
+                let c = autotune_codegen::generic_c(
+                    &op,
+                    Some(&g),
+                    &[common::target().isa],
+                    "CANDIDATE__generic".to_string(),
+                    measure::RUNTIME_PREFIX.to_string(),
+                )
+                .unwrap_or_else(|e| panic!("{}: {e}", op.name));
+                measure::Candidate::Source(c + &call_at(&w, "CANDIDATE__generic__tiled"))
+            })
+            .collect();
+        let batch = harness
+            .build(&candidates, &dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+        for (i, c) in configs.iter().enumerate() {
+            if matches!(&batch.failed[i], Some((ErrorClass::CompileTimeout, _))) {
+                slow += 1;
+                continue;
+            }
+            batch.check(i, &timing).unwrap_or_else(|e| {
+                panic!(
+                    "{} (generic, config {c} of the space at {anchor:?}): {e} (seed {seed})",
+                    w.key()
+                )
+            });
+            checked += 1;
+        }
+    }
+    println!("generic kernels: {checked} checked ({empty} shapes with a 0), {slow} skipped");
+    assert!(checked > 50, "checked {checked} configs");
+    assert!(slow * 20 <= checked, "{slow} compile too slowly");
+}
+
 #[test]
 fn config_index_bijection_and_text_roundtrip() {
     let mut rng = StdRng::seed_from_u64(7);

@@ -5,6 +5,7 @@
 //! schedule space (`tiled`), or not at all when it is fused into its producer's
 //! store.
 
+mod dims;
 mod naive;
 mod names;
 pub mod shape;
@@ -15,13 +16,15 @@ use autotune_lang::mangle::Variant;
 
 use crate::loopnest::{IExpr, Kernel, Param, ParamKind, Scratch, Stmt};
 use crate::space::StageSchedule;
+use dims::Dims;
 use naive::Lowerer;
 pub use names::{buffer_name, c_ident};
 use shape::{flops, naive_shape, points, NestShape};
 
-/// Lowers one variant of `op`: with `schedule` (one entry per stage; used only
-/// for a specialisation) or the default schedule. `runtime` prefixes the
-/// runtime's C functions (the thread pool) the kernel may call.
+/// Lowers one variant of `op`: with `schedule` (one entry per stage) or the
+/// default schedule. A generic kernel's schedule is lowered with symbolic
+/// extents. `runtime` prefixes the runtime's C functions (the thread pool) the
+/// kernel may call.
 pub fn lower(
     op: &Operator,
     variant: Variant,
@@ -33,11 +36,12 @@ pub fn lower(
         Variant::Generic => None,
         Variant::Specialized(i) => Some(op.specializations[i].values.as_slice()),
     };
-    let schedule = match (schedule, shapes) {
-        (Some(s), Some(_)) => s.to_vec(),
-        _ => vec![StageSchedule::Default; op.stages.len()],
+    let schedule = match schedule {
+        Some(s) => s.to_vec(),
+        None => vec![StageSchedule::Default; op.stages.len()],
     };
-    let mut l = Lowerer::new(op, shapes);
+    let dims = Dims::new(op, shapes);
+    let mut l = Lowerer::new(op, dims);
     let mut params: Vec<Param> = (0..op.inputs.len())
         .map(|i| Param {
             name: buffer_name(op, TensorRef::Input(i)),
@@ -81,10 +85,9 @@ pub fn lower(
                 body.extend(l.stage(s, stage));
             }
             StageSchedule::Tiled(plan) => {
-                let shapes = shapes.expect("tiled stages are specialised");
                 body.extend(tiled::lower_stage(
                     op,
-                    shapes,
+                    dims,
                     s,
                     plan,
                     fused_consumer(s),
@@ -124,6 +127,20 @@ pub fn lower(
         scratch,
         body,
     }
+}
+
+/// The iterations of every stage's loops (spatial and reduction) at the
+/// generic kernel's symbolic shapes: a measure of one call's work.
+pub fn iterations(op: &Operator) -> IExpr {
+    let dims = Dims::new(op, None);
+    op.stages.iter().fold(IExpr::Const(0), |acc, stage| {
+        acc.plus(
+            stage
+                .axes
+                .iter()
+                .fold(IExpr::Const(1), |p, a| p.times(dims.extent(&a.extent))),
+        )
+    })
 }
 
 /// The shape of the nest `op` lowers to at `shapes` with `schedule`.

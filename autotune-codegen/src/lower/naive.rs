@@ -5,31 +5,27 @@
 
 use autotune_lang::ir::{Affine, Expr, Extent, Operator, Stage, TensorRef};
 
+use super::dims::Dims;
 use super::names::{buffer_name, c_ident};
 use crate::loopnest::{IExpr, Stmt, VExpr};
 
 pub(crate) struct Lowerer<'a> {
     pub op: &'a Operator,
-    /// Shape values of a specialisation; `None` for the generic kernel.
-    pub shapes: Option<&'a [i64]>,
+    dims: Dims<'a>,
     next_acc: usize,
 }
 
 impl<'a> Lowerer<'a> {
-    pub fn new(op: &'a Operator, shapes: Option<&'a [i64]>) -> Lowerer<'a> {
+    pub fn new(op: &'a Operator, dims: Dims<'a>) -> Lowerer<'a> {
         Lowerer {
             op,
-            shapes,
+            dims,
             next_acc: 0,
         }
     }
 
     pub fn extent(&self, e: &Extent) -> IExpr {
-        match (e, self.shapes) {
-            (Extent::Const(c), _) => IExpr::Const(*c),
-            (Extent::Var(v), Some(values)) => IExpr::Const(values[*v]),
-            (Extent::Var(v), None) => IExpr::Var(c_ident(&self.op.shape_vars[*v].name)),
-        }
+        self.dims.extent(e)
     }
 
     fn axis_var(stage: &Stage, a: usize) -> String {
@@ -81,7 +77,7 @@ impl<'a> Lowerer<'a> {
     fn value(&mut self, stage: &Stage, e: &Expr, pre: &mut Vec<Stmt>) -> VExpr {
         match e {
             Expr::Const(c) => VExpr::Const(*c),
-            Expr::ShapeValue(v) => VExpr::FromIndex(self.extent(&Extent::Var(*v))),
+            Expr::ShapeValue(v) => VExpr::FromIndex(self.dims.shape_value(*v)),
             Expr::Load { tensor, index, pad } => {
                 let dims = self.op.tensor_dims(*tensor);
                 let guard = match pad {

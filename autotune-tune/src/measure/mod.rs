@@ -84,7 +84,9 @@ pub struct Batch {
     reference: Vec<f64>,
 }
 
-const RUNTIME_PREFIX: &str = "autotune1_measure";
+/// The prefix of the measurement program's runtime functions (hand-written
+/// candidates that run on the pool call `<prefix>_parallel_for`).
+pub const RUNTIME_PREFIX: &str = "autotune1_measure";
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MeasureError + '_ {
     move |source| MeasureError::Io {

@@ -1,5 +1,5 @@
-//! The geometry of a tiled stage: extents, tiles, blocks and reduction splits
-//! as constants, plus the loop-variable names and row-major layout helpers.
+//! The geometry of a tiled stage: extents, tiles, blocks and reduction
+//! splits, plus the loop-variable names and row-major layout helpers.
 //! Every other part of the tiled lowering speaks this vocabulary, so it lives
 //! on its own: the parts can share it without depending on one another.
 
@@ -7,28 +7,32 @@ use autotune_lang::analysis::{single_reduction, Reduction};
 use autotune_lang::ir::{AxisId, Expr, Stage};
 
 use crate::loopnest::IExpr;
+use crate::lower::dims::Dims;
 use crate::space::StagePlan;
 
 /// A reduction axis of the stage, split into blocks of `inner` iterations.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct ReduceAxis {
     pub axis: AxisId,
-    pub extent: i64,
-    /// Iterations per block (the split, clamped to the extent).
+    pub extent: IExpr,
+    /// Iterations per block (the split, clamped to a known extent).
     pub inner: i64,
-    /// Number of blocks.
-    pub outer: i64,
+    /// Number of blocks (at least one, so that an empty reduction still
+    /// stores its identity).
+    pub outer: IExpr,
 }
 
-/// Geometry of the tiled stage.
+/// Geometry of the tiled stage. Extents and counts are constants in a
+/// specialisation and expressions of the shape parameters in the generic
+/// kernel; tiles, blocks and splits are always constants.
 pub(super) struct Tiling {
     /// Number of spatial axes.
     pub n: usize,
     /// Per spatial axis: extent, register tile, tiles per block, outer count.
-    pub ext: Vec<i64>,
+    pub ext: Vec<IExpr>,
     pub tile: Vec<i64>,
     pub block: Vec<i64>,
-    pub outer: Vec<i64>,
+    pub outer: Vec<IExpr>,
     /// Reduction axes, in the order of the stage's reduction.
     pub red: Vec<ReduceAxis>,
     /// Vectorised spatial axis and lanes.
@@ -37,37 +41,42 @@ pub(super) struct Tiling {
 
 impl Tiling {
     /// The geometry of `stage` under `plan`, its reduction over `red_axes`;
-    /// `None` when the iteration space is empty.
-    pub fn new(
-        stage: &Stage,
-        shapes: &[i64],
-        plan: &StagePlan,
-        red_axes: &[AxisId],
-    ) -> Option<Tiling> {
+    /// `None` when the iteration space is known to be empty.
+    pub fn new(stage: &Stage, dims: Dims, plan: &StagePlan, red_axes: &[AxisId]) -> Option<Tiling> {
         let n = stage.n_spatial;
-        let ext: Vec<i64> = (0..n).map(|a| stage.axes[a].extent.value(shapes)).collect();
+        let ext: Vec<IExpr> = (0..n).map(|a| dims.extent(&stage.axes[a].extent)).collect();
         let red: Vec<ReduceAxis> = red_axes
             .iter()
             .zip(&plan.split)
             .map(|(&axis, &k)| {
-                let extent = stage.axes[axis].extent.value(shapes);
-                let inner = k.clamp(1, extent.max(1));
+                let extent = dims.extent(&stage.axes[axis].extent);
+                let inner = match extent.as_const() {
+                    Some(e) => k.clamp(1, e.max(1)),
+                    None => k.max(1),
+                };
                 ReduceAxis {
                     axis,
+                    outer: extent.clone().ceil_div(inner).max(IExpr::Const(1)),
                     extent,
                     inner,
-                    outer: ceil_div(extent, inner),
                 }
             })
             .collect();
-        if ext.contains(&0) || red.iter().any(|r| r.extent == 0) {
+        let empty = |e: &IExpr| e.as_const() == Some(0);
+        if ext.iter().any(empty) || red.iter().any(|r| empty(&r.extent)) {
             return None;
         }
         let tile: Vec<i64> = plan.tile.iter().map(|t| (*t).max(1)).collect();
         let block: Vec<i64> = plan.block.iter().map(|b| (*b).max(1)).collect();
         let outer = (0..n)
-            .map(|a| ceil_div(ext[a], tile[a] * block[a]))
+            .map(|a| ext[a].clone().ceil_div(tile[a] * block[a]))
             .collect();
+        // A vector's lanes are a constant stride apart in the output: along an
+        // axis with a symbolic extent inside it, the generic kernel stays scalar.
+        let vector = plan
+            .vector
+            .filter(|(a, _)| *a < n)
+            .filter(|(a, _)| ext[a + 1..].iter().all(|e| e.as_const().is_some()));
         Some(Tiling {
             n,
             ext,
@@ -75,8 +84,16 @@ impl Tiling {
             block,
             outer,
             red,
-            vector: plan.vector.filter(|(a, _)| *a < n),
+            vector,
         })
+    }
+
+    /// Whether the extents are those of a specialisation.
+    pub fn known(&self) -> bool {
+        self.ext
+            .iter()
+            .chain(self.red.iter().map(|r| &r.extent))
+            .all(|e| e.as_const().is_some())
     }
 
     /// The spatial loop order of `plan` (declaration order if it names
@@ -103,17 +120,31 @@ impl Tiling {
         self.red.last().map(|r| r.axis)
     }
 
-    /// Largest value axis `a` takes in computed (possibly overhanging) tiles.
+    /// Largest value axis `a` takes in computed (possibly overhanging) tiles,
+    /// in a specialisation.
     pub fn max_value(&self, a: AxisId) -> i64 {
         if a < self.n {
-            ceil_div(self.ext[a], self.tile[a]) * self.tile[a] - 1
+            ceil_div(known(&self.ext[a]), self.tile[a]) * self.tile[a] - 1
         } else {
-            self.reduce_axis(a).map_or(0, |r| r.extent - 1)
+            self.reduce_axis(a).map_or(0, |r| known(&r.extent) - 1)
+        }
+    }
+
+    /// The extent of axis `a`, spatial or reduction.
+    pub fn extent(&self, a: AxisId) -> IExpr {
+        if a < self.n {
+            self.ext[a].clone()
+        } else {
+            self.reduce_axis(a)
+                .map_or(IExpr::Const(0), |r| r.extent.clone())
         }
     }
 
     pub fn may_overhang(&self, a: usize) -> bool {
-        self.ext[a] % self.tile[a] != 0
+        match self.ext[a].as_const() {
+            Some(e) => e % self.tile[a] != 0,
+            None => self.tile[a] > 1,
+        }
     }
 
     /// Spatial axes inside the register tile: plan order with the vector axis last.
@@ -162,10 +193,23 @@ pub(super) fn ceil_div(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
+/// A size of a specialisation (where only a specialisation reads it).
+pub(super) fn known(e: &IExpr) -> i64 {
+    e.as_const()
+        .expect("a specialisation's sizes are constants")
+}
+
+/// The product of sizes.
+pub(super) fn product<'e>(sizes: impl IntoIterator<Item = &'e IExpr>) -> IExpr {
+    sizes
+        .into_iter()
+        .fold(IExpr::Const(1), |acc, e| acc.times(e.clone()))
+}
+
 /// The flat index of `idx` in a row-major layout with dimensions `dims`.
-pub(super) fn row_major_flat(idx: &[IExpr], dims: &[i64]) -> IExpr {
+pub(super) fn row_major_flat(idx: &[IExpr], dims: &[IExpr]) -> IExpr {
     idx.iter().zip(dims).fold(IExpr::Const(0), |acc, (i, d)| {
-        acc.times(IExpr::Const(*d)).plus(i.clone())
+        acc.times(d.clone()).plus(i.clone())
     })
 }
 

@@ -6,7 +6,7 @@
 
 use autotune_lang::ir::{Affine, AxisId, Stage};
 
-use super::geometry::{stride, tile_var, Tiling};
+use super::geometry::{known, product, stride, tile_var, Tiling};
 use super::operands::{Access, Level, Source};
 use crate::loopnest::IExpr;
 
@@ -84,11 +84,12 @@ impl Indexer<'_> {
 
     /// Index and lane stride of a load from a packed copy: each dimension is a
     /// loop variable of the nest, or a constant offset inside the tile.
-    fn packed_index(&self, layout: &[(AxisId, Level, i64)], p: &Point) -> (IExpr, i64) {
+    fn packed_index(&self, layout: &[(AxisId, Level, IExpr)], p: &Point) -> (IExpr, i64) {
         let stage = self.stage;
         let mut flat = IExpr::Const(0);
         let mut lane_stride = 0;
-        for (i, &(a, level, ext)) in layout.iter().enumerate() {
+        for (i, (a, level, ext)) in layout.iter().enumerate() {
+            let (a, level) = (*a, *level);
             let v = match level {
                 Level::Outer => IExpr::var(&tile_var("o", stage, a)),
                 Level::Block => IExpr::var(&tile_var("b", stage, a)),
@@ -99,9 +100,9 @@ impl Indexer<'_> {
                 }
             };
             if level == Level::Reg && Some(a) == self.t.vector_axis() {
-                lane_stride = layout[i + 1..].iter().map(|l| l.2).product();
+                lane_stride = inner_size(&layout[i + 1..]);
             }
-            flat = flat.times(IExpr::Const(ext)).plus(v);
+            flat = flat.times(ext.clone()).plus(v);
         }
         (flat, lane_stride)
     }
@@ -145,7 +146,12 @@ impl Indexer<'_> {
                         Level::ReduceInner => p.unroll_of(a),
                         _ => 0,
                     };
-                    v * layout[i + 1..].iter().map(|l| l.2).product::<i64>()
+                    // Only the dimensions inside a varying one need be constants.
+                    if v == 0 {
+                        0
+                    } else {
+                        v * inner_size(&layout[i + 1..])
+                    }
                 })
                 .sum(),
         }
@@ -153,12 +159,22 @@ impl Indexer<'_> {
 
     /// Index and lane stride of the element at a point in the output buffer,
     /// of dimensions `target_dims`.
-    pub fn target_index(&self, target_dims: &[i64], p: &Point) -> (IExpr, i64) {
+    pub fn target_index(&self, target_dims: &[IExpr], p: &Point) -> (IExpr, i64) {
         let mut flat = IExpr::Const(0);
         for (d, dim) in target_dims.iter().enumerate() {
-            flat = flat.times(IExpr::Const(*dim)).plus(self.axis_value(d, p));
+            flat = flat.times(dim.clone()).plus(self.axis_value(d, p));
         }
-        let lane_stride = self.t.vector.map_or(0, |(v, _)| stride(target_dims, v));
+        // `Tiling` keeps a vector only where the dimensions inside it are known.
+        let lane_stride = self
+            .t
+            .vector
+            .map_or(0, |(v, _)| known(&product(&target_dims[v + 1..])));
         (flat, lane_stride)
     }
+}
+
+/// The size of the innermost dimensions of a packed layout (inside the
+/// register-tile and inner-reduction levels, which are constants).
+fn inner_size(layout: &[(AxisId, Level, IExpr)]) -> i64 {
+    known(&product(layout.iter().map(|l| &l.2)))
 }

@@ -113,7 +113,11 @@ impl<'a> MicroKernel<'a> {
     fn reduction(&self, rop: ReduceOp, rbody: &Expr, unroll: usize) -> Vec<Stmt> {
         let mut out = self.init_accumulators(rop);
         // Several outer blocks: each but the first resumes the partial sums.
-        let split = self.t().red.iter().any(|r| r.outer > 1);
+        let split = self
+            .t()
+            .red
+            .iter()
+            .any(|r| r.outer.as_const().is_none_or(|o| o > 1));
         if split {
             out.push(Stmt::If {
                 conds: self.first_block(),
@@ -264,10 +268,11 @@ impl<'a> MicroKernel<'a> {
     /// The trip count of the inner loop of reduction axis `r` in the current
     /// block (the last block may be shorter).
     fn inner_bound(&self, r: &ReduceAxis) -> IExpr {
-        if r.extent % r.inner == 0 {
+        if r.extent.as_const().is_some_and(|e| e % r.inner == 0) {
             IExpr::Const(r.inner)
         } else {
-            IExpr::Const(r.extent)
+            r.extent
+                .clone()
                 .plus(IExpr::var(&tile_var("k0", self.stage(), r.axis)).times(IExpr::Const(-1)))
                 .min(IExpr::Const(r.inner))
         }
@@ -326,7 +331,7 @@ impl<'a> MicroKernel<'a> {
             .iter()
             .map(|r| {
                 (
-                    IExpr::Const(r.outer - 2),
+                    r.outer.clone().plus(IExpr::Const(-2)),
                     IExpr::var(&tile_var("ro", self.stage(), r.axis)),
                 )
             })
@@ -449,7 +454,7 @@ impl<'a> MicroKernel<'a> {
                 (
                     IExpr::var(&tile_var("base", self.stage(), a))
                         .plus(IExpr::Const(t.tile[a] - 1)),
-                    IExpr::Const(t.ext[a]),
+                    t.ext[a].clone(),
                 )
             })
             .collect()
@@ -469,7 +474,7 @@ impl<'a> MicroKernel<'a> {
                         e = e.plus(IExpr::var(l));
                     }
                 }
-                (e, IExpr::Const(t.ext[a]))
+                (e, t.ext[a].clone())
             })
             .collect()
     }

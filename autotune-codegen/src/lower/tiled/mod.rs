@@ -12,17 +12,20 @@
 //!       store f(acc) [+ fused consumer]                  inline / compute-at
 //! ```
 //!
-//! All extents are constants (this path serves specialisations only). Tiles
-//! that overhang the stage are computed whole and stored partially; every load
-//! they make stays inside its buffer because operands whose index range would
-//! leave the buffer (or that are padded) are first copied into a buffer that
-//! covers the range, with the padding materialised. So no innermost loop
+//! In a specialisation every extent is a constant; in the generic kernel the
+//! extents (and the tile counts) are expressions of the shape parameters, and
+//! tiles, blocks and splits are the plan's constants either way. Tiles that
+//! overhang the stage are computed whole and stored partially; every load they
+//! make stays inside its buffer because operands whose index range would leave
+//! the buffer (or that are padded) are first copied into a buffer that covers
+//! the range, with the padding materialised; the generic kernel packs every
+//! operand, as only run time knows which reads leave. So no innermost loop
 //! branches on bounds.
 //!
 //! This module only ties the parts together; each owns one concern, and each
 //! uses only those before it in this list:
 //!
-//! - [`geometry`]: the constant shape of the tiling and the loop-variable names;
+//! - [`geometry`]: the shape of the tiling and the loop-variable names;
 //! - [`operands`]: where each load reads from, and the copies that decides;
 //! - [`index`]: index arithmetic of loads and stores at a point of the tile;
 //! - [`sites`]: the resolved load sites, and expressions read through them;
@@ -43,11 +46,12 @@ pub(crate) use shape::stage_shape;
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{Expr, Operator, TensorRef};
 
+use super::dims::Dims;
 use super::naive::Lowerer;
 use super::names::buffer_name;
-use crate::loopnest::{IExpr, Scratch, Stmt};
+use crate::loopnest::{Scratch, Stmt};
 use crate::space::StagePlan;
-use geometry::Tiling;
+use geometry::{product, Tiling};
 use index::Indexer;
 use micro_kernel::MicroKernel;
 use operands::Operands;
@@ -57,7 +61,7 @@ use sites::Sites;
 /// adding the buffers it allocates to `scratch`.
 pub(crate) fn lower_stage(
     op: &Operator,
-    shapes: &[i64],
+    dims: Dims,
     s: usize,
     plan: &StagePlan,
     consumer: Option<usize>,
@@ -65,10 +69,11 @@ pub(crate) fn lower_stage(
 ) -> Vec<Stmt> {
     let stage = &op.stages[s];
     let (reduction, red_axes) = geometry::reduction(stage);
-    let Some(t) = Tiling::new(stage, shapes, plan, &red_axes) else {
-        // Empty iteration spaces keep the default lowering (a reduction over
-        // nothing must still store its identity, which the tiled nest would skip).
-        return lower_default(op, shapes, s, consumer, scratch);
+    let Some(t) = Tiling::new(stage, dims, plan, &red_axes) else {
+        // Known-empty iteration spaces keep the default lowering. (In the
+        // generic kernel, an empty reduction runs one block of no iterations,
+        // which stores the identity.)
+        return lower_default(op, dims, s, consumer, scratch);
     };
     let mut out = vec![Stmt::Comment(format!(
         "stage {}: tiled {}",
@@ -77,11 +82,11 @@ pub(crate) fn lower_stage(
     ))];
     let operands = Operands {
         op,
-        shapes,
+        dims,
         t: &t,
         parallel: plan.parallel > 0,
     };
-    let mut sites = Sites::new(Indexer { stage, t: &t }, shapes);
+    let mut sites = Sites::new(Indexer { stage, t: &t }, dims);
     // Resolve every load: the stage's own, then the fused consumer's.
     for (i, site) in load_sites(&stage.body).iter().enumerate() {
         let pack = plan.pack.get(i).copied().unwrap_or(false);
@@ -117,18 +122,18 @@ pub(crate) fn lower_stage(
 /// the default schedule.
 fn lower_default(
     op: &Operator,
-    shapes: &[i64],
+    dims: Dims,
     s: usize,
     consumer: Option<usize>,
     scratch: &mut Vec<Scratch>,
 ) -> Vec<Stmt> {
     let stage = &op.stages[s];
-    let mut l = Lowerer::new(op, Some(shapes));
+    let mut l = Lowerer::new(op, dims);
     let mut out = Vec::new();
     if consumer.is_some() {
         scratch.push(Scratch {
             name: buffer_name(op, TensorRef::Stage(s)),
-            elems: IExpr::Const(stage.dims.iter().map(|d| d.value(shapes)).product()),
+            elems: product(&dims.tensor(TensorRef::Stage(s))),
         });
     }
     out.extend(l.stage(s, stage));

@@ -6,7 +6,7 @@
 
 use autotune_lang::ir::Stage;
 
-use super::geometry::{tile_var, Tiling};
+use super::geometry::{product, tile_var, Tiling};
 use crate::loopnest::{IExpr, LoopKind, Stmt};
 
 /// The nest of `stage` around `micro` (the register tile's code), spatial
@@ -66,11 +66,16 @@ impl Nest<'_> {
     /// The number of register tiles in the current block along axis `a`.
     fn tiles_in_block(&self, a: usize) -> IExpr {
         let t = self.t;
-        if t.ext[a] % t.block_size(a) == 0 {
+        if t.ext[a]
+            .as_const()
+            .is_some_and(|e| e % t.block_size(a) == 0)
+        {
             IExpr::Const(t.block[a])
         } else {
             // The last block holds fewer tiles.
-            IExpr::Const(t.ext[a] + t.tile[a] - 1)
+            t.ext[a]
+                .clone()
+                .plus(IExpr::Const(t.tile[a] - 1))
                 .plus(IExpr::var(&self.var("o", a)).times(IExpr::Const(-t.block_size(a))))
                 .floor_div(t.tile[a])
                 .min(IExpr::Const(t.block[a]))
@@ -88,11 +93,7 @@ impl Nest<'_> {
                     value: IExpr::var(&self.var("ro", r.axis)).times(IExpr::Const(r.inner)),
                 },
             );
-            body = vec![Stmt::serial(
-                &self.var("ro", r.axis),
-                IExpr::Const(r.outer),
-                body,
-            )];
+            body = vec![Stmt::serial(&self.var("ro", r.axis), r.outer.clone(), body)];
         }
         body
     }
@@ -104,11 +105,7 @@ impl Nest<'_> {
         let par = parallel.min(t.n);
         let mut body = body;
         for &a in order[par..].iter().rev() {
-            body = vec![Stmt::serial(
-                &self.var("o", a),
-                IExpr::Const(t.outer[a]),
-                body,
-            )];
+            body = vec![Stmt::serial(&self.var("o", a), t.outer[a].clone(), body)];
         }
         if par > 0 {
             body = vec![self.fused_parallel(&order[..par], body)];
@@ -120,23 +117,25 @@ impl Nest<'_> {
     /// each axis's `o__` from the fused index.
     fn fused_parallel(&self, fused: &[usize], body: Vec<Stmt>) -> Stmt {
         let t = self.t;
-        let total: i64 = fused.iter().map(|a| t.outer[*a]).product();
+        let total = product(fused.iter().map(|a| &t.outer[*a]));
         let mut lets = Vec::new();
-        let mut inner: i64 = 1;
+        let mut inner = IExpr::Const(1);
         for &a in fused.iter().rev() {
             lets.insert(
                 0,
                 Stmt::Let {
                     name: self.var("o", a),
-                    value: IExpr::var("par__").floor_div(inner).modulo(t.outer[a]),
+                    value: IExpr::var("par__")
+                        .div_by(inner.clone())
+                        .rem_by(t.outer[a].clone()),
                 },
             );
-            inner *= t.outer[a];
+            inner = inner.times(t.outer[a].clone());
         }
         lets.extend(body);
         Stmt::Parallel {
             var: "par__".to_string(),
-            extent: IExpr::Const(total),
+            extent: total,
             body: lets,
         }
     }

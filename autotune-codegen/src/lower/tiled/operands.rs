@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, TensorRef};
 
-use super::geometry::{row_major_flat, Tiling};
+use super::geometry::{known, product, row_major_flat, Tiling};
 use crate::loopnest::{IExpr, Scratch, Stmt, VExpr};
+use crate::lower::dims::Dims;
 use crate::lower::names::buffer_name;
 
 /// Where a load reads from.
@@ -18,8 +19,9 @@ pub(super) enum Source {
     Direct { dims: Vec<i64> },
     /// A copy whose dimension `d` covers indices `lo[d]..lo[d] + dims[d]`.
     Copy { lo: Vec<i64>, dims: Vec<i64> },
-    /// A tile-ordered copy; dimensions from outer to inner.
-    Packed { layout: Vec<(AxisId, Level, i64)> },
+    /// A tile-ordered copy; dimensions from outer to inner (the outer ones
+    /// symbolic in the generic kernel, the others constants).
+    Packed { layout: Vec<(AxisId, Level, IExpr)> },
 }
 
 /// The loop level a dimension of a packed copy follows.
@@ -42,7 +44,7 @@ pub(super) struct Access {
 /// Resolves the load sites of a tiled stage.
 pub(super) struct Operands<'a> {
     pub op: &'a Operator,
-    pub shapes: &'a [i64],
+    pub dims: Dims<'a>,
     pub t: &'a Tiling,
     /// Whether the stage's nest runs on the thread pool (its copies do too).
     pub parallel: bool,
@@ -55,12 +57,14 @@ impl Operands<'_> {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
-        let dims = self.dims(*tensor);
-        if pack {
+        // The generic kernel packs every operand: where a read may leave its
+        // tensor is only known at run time, and the pack's guards handle it.
+        if pack || !self.t.known() {
             return Source::Packed {
                 layout: self.pack_layout(index, order),
             };
         }
+        let dims = self.known_dims(*tensor);
         let ranges = self.index_ranges(index);
         let inside = ranges
             .iter()
@@ -105,12 +109,9 @@ impl Operands<'_> {
         }
     }
 
-    fn dims(&self, t: TensorRef) -> Vec<i64> {
-        self.op
-            .tensor_dims(t)
-            .iter()
-            .map(|d| d.value(self.shapes))
-            .collect()
+    /// The dimensions of a tensor of a specialisation.
+    fn known_dims(&self, t: TensorRef) -> Vec<i64> {
+        self.dims.tensor(t).iter().map(known).collect()
     }
 
     /// Per dimension of a load, the range of its index over every computed
@@ -144,12 +145,13 @@ impl Operands<'_> {
         let Expr::Load { tensor, pad, .. } = site else {
             unreachable!("load sites are loads")
         };
-        let dims = self.dims(*tensor);
+        let dims = self.dims.tensor(*tensor);
         let buf = format!("cp__{tag}");
         scratch.push(Scratch {
             name: buf.clone(),
             elems: IExpr::Const(cdims.iter().product()),
         });
+        let copy_dims: Vec<IExpr> = cdims.iter().map(|d| IExpr::Const(*d)).collect();
         let vars: Vec<String> = (0..dims.len()).map(|d| format!("q{d}__{tag}")).collect();
         let src_idx: Vec<IExpr> = vars
             .iter()
@@ -159,12 +161,12 @@ impl Operands<'_> {
         let src = buffer_name(self.op, *tensor);
         let value = guarded_load(&src, &src_idx, &dims, pad.unwrap_or(0.0));
         let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
-        let body = vec![Stmt::store(&buf, row_major_flat(&dst, &cdims), value)];
+        let body = vec![Stmt::store(&buf, row_major_flat(&dst, &copy_dims), value)];
         let what = format!(
             "pad-copy of {} for this stage",
             self.op.tensor_name(*tensor)
         );
-        out.extend(self.copy_nest(what, &vars, &cdims, body));
+        out.extend(self.copy_nest(what, &vars, &copy_dims, body));
         Access {
             buf,
             source: Source::Copy { lo, dims: cdims },
@@ -176,7 +178,7 @@ impl Operands<'_> {
     fn pack(
         &self,
         site: &Expr,
-        layout: Vec<(AxisId, Level, i64)>,
+        layout: Vec<(AxisId, Level, IExpr)>,
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
@@ -184,12 +186,12 @@ impl Operands<'_> {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
-        let dims = self.dims(*tensor);
+        let dims = self.dims.tensor(*tensor);
         let buf = format!("pk__{tag}");
-        let pdims: Vec<i64> = layout.iter().map(|l| l.2).collect();
+        let pdims: Vec<IExpr> = layout.iter().map(|l| l.2.clone()).collect();
         scratch.push(Scratch {
             name: buf.clone(),
-            elems: IExpr::Const(pdims.iter().product()),
+            elems: product(&pdims),
         });
         let vars: Vec<String> = (0..layout.len()).map(|i| format!("q{i}__{tag}")).collect();
         let value_of = self.packed_axis_values(&layout, &vars);
@@ -207,14 +209,7 @@ impl Operands<'_> {
         // results; they hold zeros.
         let mut guard: Vec<(IExpr, IExpr)> = value_of
             .iter()
-            .map(|(a, e)| {
-                let ext = if *a < self.t.n {
-                    self.t.ext[*a]
-                } else {
-                    self.t.reduce_axis(*a).map_or(0, |r| r.extent)
-                };
-                (e.clone(), IExpr::Const(ext))
-            })
+            .map(|(a, e)| (e.clone(), self.t.extent(*a)))
             .collect();
         let load = guarded_load(
             &buffer_name(self.op, *tensor),
@@ -256,24 +251,45 @@ impl Operands<'_> {
 
     /// The dimensions of a packed copy: the levels of the nest whose axes the
     /// load's `index` involves, outer to inner, each with its extent.
-    fn pack_layout(&self, index: &[Affine], order: &[usize]) -> Vec<(AxisId, Level, i64)> {
+    fn pack_layout(&self, index: &[Affine], order: &[usize]) -> Vec<(AxisId, Level, IExpr)> {
         let t = self.t;
         let involved = |a: AxisId| index.iter().any(|ix| ix.terms.iter().any(|(b, _)| *b == a));
         let mut layout = Vec::new();
         for &a in order.iter().filter(|a| involved(**a)) {
-            layout.push((a, Level::Outer, t.outer[a]));
+            layout.push((a, Level::Outer, t.outer[a].clone()));
         }
         for r in t.red.iter().filter(|r| involved(r.axis)) {
-            layout.push((r.axis, Level::ReduceOuter, r.outer));
+            layout.push((r.axis, Level::ReduceOuter, r.outer.clone()));
         }
+        // In the generic kernel a block or a reduction split may be larger than
+        // the call's extent: the pack holds only what the call fills.
+        let generic = !t.known();
         for &a in order.iter().filter(|a| involved(**a)) {
-            layout.push((a, Level::Block, t.block[a]));
+            let tiles = IExpr::Const(t.block[a]);
+            layout.push((
+                a,
+                Level::Block,
+                if generic {
+                    tiles.min(t.ext[a].clone().ceil_div(t.tile[a]))
+                } else {
+                    tiles
+                },
+            ));
         }
         for r in t.red.iter().filter(|r| involved(r.axis)) {
-            layout.push((r.axis, Level::ReduceInner, r.inner));
+            let inner = IExpr::Const(r.inner);
+            layout.push((
+                r.axis,
+                Level::ReduceInner,
+                if generic {
+                    inner.min(r.extent.clone())
+                } else {
+                    inner
+                },
+            ));
         }
         for a in t.reg_order(order).into_iter().filter(|a| involved(*a)) {
-            layout.push((a, Level::Reg, t.tile[a]));
+            layout.push((a, Level::Reg, IExpr::Const(t.tile[a])));
         }
         layout
     }
@@ -282,7 +298,7 @@ impl Operands<'_> {
     /// along dimension `i` of `layout` is the copy loop's variable `vars[i]`.
     fn packed_axis_values(
         &self,
-        layout: &[(AxisId, Level, i64)],
+        layout: &[(AxisId, Level, IExpr)],
         vars: &[String],
     ) -> BTreeMap<AxisId, IExpr> {
         let t = self.t;
@@ -310,12 +326,12 @@ impl Operands<'_> {
         &self,
         what: String,
         vars: &[String],
-        extents: &[i64],
+        extents: &[IExpr],
         body: Vec<Stmt>,
     ) -> Vec<Stmt> {
         let mut body = body;
         for (v, e) in vars.iter().zip(extents).rev() {
-            body = vec![Stmt::serial(v, IExpr::Const(*e), body)];
+            body = vec![Stmt::serial(v, e.clone(), body)];
         }
         let mut out = vec![Stmt::Comment(what)];
         out.extend(self.maybe_parallel(body));
@@ -337,7 +353,7 @@ impl Operands<'_> {
                         ..
                     }],
                 ),
-            ) if end.as_const().is_some_and(|e| e > 1) => {
+            ) if end.as_const().is_none_or(|e| e > 1) => {
                 vec![Stmt::Parallel {
                     var,
                     extent: end,
@@ -351,14 +367,14 @@ impl Operands<'_> {
 }
 
 /// A scalar read of `buf` at per-dimension indices, `pad` outside its `dims`.
-fn guarded_load(buf: &str, idx: &[IExpr], dims: &[i64], pad: f64) -> VExpr {
+fn guarded_load(buf: &str, idx: &[IExpr], dims: &[IExpr], pad: f64) -> VExpr {
     VExpr::Load {
         buf: buf.to_string(),
         index: row_major_flat(idx, dims),
         guard: idx
             .iter()
             .zip(dims)
-            .map(|(i, d)| (i.clone(), IExpr::Const(*d)))
+            .map(|(i, d)| (i.clone(), d.clone()))
             .collect(),
         pad,
         lanes: 1,

@@ -6,8 +6,10 @@
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{AxisId, Expr, Operator};
 
-use super::geometry::{ceil_div, reduction, Tiling};
+use super::geometry::{ceil_div, known, product, reduction, Tiling};
 use super::operands::{Level, Operands, Source};
+use crate::loopnest::IExpr;
+use crate::lower::dims::Dims;
 use crate::lower::shape::{
     covers, direct_footprint, flat_coefficients, flops, iterations, naive_shape, output_operand,
     strides, LoopRun, LoopShape, NestShape, OperandShape, Storage,
@@ -29,7 +31,8 @@ pub(crate) fn stage_shape(
         Some(Expr::Reduce { body, .. }) => body,
         _ => &stage.body,
     };
-    let Some(t) = Tiling::new(stage, shapes, plan, &red_axes) else {
+    let dims = Dims::new(op, Some(shapes));
+    let Some(t) = Tiling::new(stage, dims, plan, &red_axes) else {
         return naive_shape(op, shapes, s);
     };
     let order = t.order(plan);
@@ -42,9 +45,9 @@ pub(crate) fn stage_shape(
     let (loops, inner_loops) = loops(&t, &order, plan.parallel, u);
     let extent = |a: AxisId| {
         if a < t.n {
-            t.ext[a]
+            known(&t.ext[a])
         } else {
-            t.reduce_axis(a).map_or(1, |r| r.extent)
+            t.reduce_axis(a).map_or(1, |r| known(&r.extent))
         }
     };
     // What one innermost iteration covers: the register tile, `u` steps of
@@ -57,7 +60,7 @@ pub(crate) fn stage_shape(
     let covers = covers(&loops, inner, extent);
     let operands_of = Operands {
         op,
-        shapes,
+        dims,
         t: &t,
         parallel: plan.parallel > 0,
     };
@@ -87,7 +90,7 @@ pub(crate) fn stage_shape(
                 direct(&loops, &covers, index, &dims, Storage::Copy)
             }
             Source::Packed { layout } => {
-                scratch += layout.iter().map(|l| l.2).product::<i64>() as f64;
+                scratch += known(&product(layout.iter().map(|l| &l.2))) as f64;
                 packed(&loops, &inner_loops, &covers, &layout)
             }
         };
@@ -176,12 +179,12 @@ fn loops(
         }
     }
     for &a in order.iter().rev() {
-        let tiles = ceil_div(t.ext[a], t.tile[a]).min(t.block[a]);
+        let tiles = ceil_div(known(&t.ext[a]), t.tile[a]).min(t.block[a]);
         push(tiles, LoopRun::Serial, vec![(a, t.tile[a])], Level::Block);
     }
     for r in t.red.iter().rev() {
         push(
-            r.outer,
+            known(&r.outer),
             LoopRun::Serial,
             vec![(r.axis, r.inner)],
             Level::ReduceOuter,
@@ -190,7 +193,7 @@ fn loops(
     let par = parallel.min(t.n);
     for &a in order[par..].iter().rev() {
         push(
-            t.outer[a],
+            known(&t.outer[a]),
             LoopRun::Serial,
             vec![(a, t.block_size(a))],
             Level::Outer,
@@ -199,7 +202,7 @@ fn loops(
     if par > 0 {
         let fused = &order[..par];
         push(
-            fused.iter().map(|a| t.outer[*a]).product(),
+            fused.iter().map(|a| known(&t.outer[*a])).product(),
             LoopRun::Parallel,
             fused.iter().map(|&a| (a, t.block_size(a))).collect(),
             Level::Outer,
@@ -236,14 +239,14 @@ fn packed(
     loops: &[LoopShape],
     levels: &[Vec<(AxisId, Level)>],
     covers: &[Vec<i64>],
-    layout: &[(AxisId, Level, i64)],
+    layout: &[(AxisId, Level, IExpr)],
 ) -> (Storage, Vec<f64>, Vec<f64>) {
     let stride_of = |a: AxisId, level: Level| -> f64 {
         layout
             .iter()
             .position(|l| l.0 == a && l.1 == level)
             .map_or(0.0, |p| {
-                layout[p + 1..].iter().map(|l| l.2).product::<i64>() as f64
+                known(&product(layout[p + 1..].iter().map(|l| &l.2))) as f64
             })
     };
     let strides = loops

@@ -9,21 +9,22 @@ use autotune_lang::ir::{Expr, TensorRef};
 use super::index::{Indexer, Point};
 use super::operands::Access;
 use crate::loopnest::{IExpr, Stmt, VExpr};
+use crate::lower::dims::Dims;
 
 /// The resolved load sites of a stage.
 pub(super) struct Sites<'a> {
     pub idx: Indexer<'a>,
-    shapes: &'a [i64],
+    dims: Dims<'a>,
     /// Access per load site, keyed by the address of its `Expr::Load`; a site's
     /// position names its index local.
     accesses: Vec<(*const Expr, Access)>,
 }
 
 impl<'a> Sites<'a> {
-    pub fn new(idx: Indexer<'a>, shapes: &'a [i64]) -> Self {
+    pub fn new(idx: Indexer<'a>, dims: Dims<'a>) -> Self {
         Sites {
             idx,
-            shapes,
+            dims,
             accesses: Vec::new(),
         }
     }
@@ -76,7 +77,7 @@ impl<'a> Sites<'a> {
     pub fn value(&self, e: &Expr, p: &Point, acc: &VExpr, producer: Option<usize>) -> VExpr {
         match e {
             Expr::Const(c) => VExpr::Const(*c),
-            Expr::ShapeValue(v) => VExpr::FromIndex(IExpr::Const(self.shapes[*v])),
+            Expr::ShapeValue(v) => VExpr::FromIndex(self.dims.shape_value(*v)),
             Expr::Load {
                 tensor: TensorRef::Stage(t),
                 ..

@@ -1,0 +1,44 @@
+//! Sizes as index expressions: constants in a specialisation, the kernel's
+//! shape parameters in the generic kernel. Both schedules read sizes only
+//! through here, so one lowering serves both kinds of kernel.
+
+use autotune_lang::ir::{Extent, Operator, ShapeVarId, TensorRef};
+
+use super::names::c_ident;
+use crate::loopnest::IExpr;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Dims<'a> {
+    op: &'a Operator,
+    /// Shape values of a specialisation; `None` for the generic kernel.
+    values: Option<&'a [i64]>,
+}
+
+impl<'a> Dims<'a> {
+    pub fn new(op: &'a Operator, values: Option<&'a [i64]>) -> Dims<'a> {
+        Dims { op, values }
+    }
+
+    pub fn shape_value(&self, v: ShapeVarId) -> IExpr {
+        match self.values {
+            Some(values) => IExpr::Const(values[v]),
+            None => IExpr::Var(c_ident(&self.op.shape_vars[v].name)),
+        }
+    }
+
+    pub fn extent(&self, e: &Extent) -> IExpr {
+        match e {
+            Extent::Const(c) => IExpr::Const(*c),
+            Extent::Var(v) => self.shape_value(*v),
+        }
+    }
+
+    /// The dimensions of a tensor, outer to inner.
+    pub fn tensor(&self, t: TensorRef) -> Vec<IExpr> {
+        self.op
+            .tensor_dims(t)
+            .iter()
+            .map(|d| self.extent(d))
+            .collect()
+    }
+}
