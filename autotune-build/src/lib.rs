@@ -138,13 +138,7 @@ impl Builder {
             let configs =
                 configs::for_operator(&s.op, &all_ops, mode, &cache_dir, &settings, &mut missing)?;
             let generic = GenericSchedule::for_operator(&s.op, &configs);
-            let c = autotune_codegen::operator_c(
-                pkg,
-                &s.op,
-                &configs,
-                generic.as_ref(),
-                &settings.isas,
-            )?;
+            let c = autotune_codegen::operator_c(pkg, &s.op, &configs, &generic, &settings.isas)?;
             write_if_changed(&path, &c)?;
             c_files.push(path);
         }

@@ -109,23 +109,94 @@ pub fn dispatcher(any: &Kernel, symbol: &str, variants: &[(&Selector, String)]) 
     s
 }
 
-/// `symbol`, with `first`'s signature: calls `first` where `lhs < rhs` (an
-/// expression of the shape parameters), else `otherwise`.
-pub fn size_dispatcher(
-    first: &Kernel,
+/// A tiled generic kernel and when a call runs it.
+pub struct Bucket {
+    /// The input size variables (C names) and the sizes it was planned at.
+    pub anchor: Vec<(String, i64)>,
+    /// The elements of the buffers it fills per call.
+    pub setup: IExpr,
+    pub kernel: String,
+}
+
+/// Calls with fewer iterations than this run the default schedule without
+/// weighing the tiled kernels (whose packs cost more than such a call).
+pub const SMALL_CALL: i64 = 512;
+
+/// The generic kernel `symbol`, with `naive`'s signature: the bucket whose
+/// anchor is nearest the call's sizes (in half-octaves, summed over the
+/// variables; the first on a tie), unless the call is small, its buffers
+/// (`setup`) outweigh the call's `work`, or the CPU is below `min_isa` (the
+/// level the buckets are compiled for): then `naive`.
+pub fn generic_dispatcher(
+    naive: &Kernel,
     symbol: &str,
-    (lhs, rhs): (&IExpr, &IExpr),
-    otherwise: &str,
+    work: &IExpr,
+    buckets: &[Bucket],
+    min_isa: Option<Isa>,
 ) -> String {
-    let (params, args) = signature(first);
+    let (params, args) = signature(naive);
     let args = args.join(", ");
-    format!(
-        "\nint32_t {symbol}({}) {{\n  if ({} < {}) return {}({args});\n  return {otherwise}({args});\n}}\n",
-        params.join(", "),
-        iexpr(lhs),
-        iexpr(rhs),
-        first.symbol,
-    )
+    let mut s = format!(
+        "\n/* The size of x in half-octaves: 2 floor(log2 x), plus one in the upper half. */\n\
+         static inline int64_t {symbol}__half_octave(int64_t x) {{\n\
+         \x20 if (x < 2) return 0;\n\
+         \x20 int64_t e = 63 - __builtin_clzll((unsigned long long)x);\n\
+         \x20 return 2 * e + ((x >> (e - 1)) & 1);\n\
+         }}\n",
+    );
+    let _ = writeln!(s, "int32_t {symbol}({}) {{", params.join(", "));
+    let _ = writeln!(s, "  const int64_t work__ = {};", iexpr(work));
+    let isa = match min_isa {
+        Some(isa) => format!(" || {}_isa_level() < {}", naive.runtime, isa.code()),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        s,
+        "  if (work__ < {SMALL_CALL}{isa}) return {}({args});",
+        naive.symbol
+    );
+    let vars: Vec<&str> = buckets
+        .first()
+        .map(|b| b.anchor.iter().map(|(v, _)| v.as_str()).collect())
+        .unwrap_or_default();
+    for v in &vars {
+        let _ = writeln!(s, "  const int64_t h__{v} = {symbol}__half_octave({v});");
+    }
+    s.push_str("  int32_t best__ = 0;\n  int64_t dist__ = INT64_MAX;\n");
+    for (i, b) in buckets.iter().enumerate() {
+        let terms: Vec<String> = b
+            .anchor
+            .iter()
+            .map(|(v, a)| format!("llabs(h__{v} - {})", half_octave(*a)))
+            .collect();
+        let d = if terms.is_empty() {
+            "0".to_string()
+        } else {
+            terms.join(" + ")
+        };
+        let _ = writeln!(s, "  if ({d} < dist__) {{ dist__ = {d}; best__ = {i}; }}");
+    }
+    s.push_str("  switch (best__) {\n");
+    for (i, b) in buckets.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    case {i}: if ({} < work__) return {}({args}); break;",
+            iexpr(&b.setup),
+            b.kernel
+        );
+    }
+    s.push_str("  }\n");
+    let _ = writeln!(s, "  return {}({args});\n}}", naive.symbol);
+    s
+}
+
+/// `<symbol>__half_octave` of the generated C, for an anchor's size.
+fn half_octave(x: i64) -> i64 {
+    if x < 2 {
+        return 0;
+    }
+    let e = 63 - i64::from(x.leading_zeros());
+    2 * e + ((x >> (e - 1)) & 1)
 }
 
 /// Prints one kernel: a clone per ISA level and the dispatcher named `k.symbol`.

@@ -29,7 +29,6 @@ pub mod workload;
 
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
-use loopnest::IExpr;
 
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
@@ -69,10 +68,11 @@ impl From<Option<Config>> for Choice {
     }
 }
 
-/// The schedule of an operator's generic kernel: `config`, a point of the
+/// A schedule of an operator's generic kernel: `config`, a point of the
 /// operator's space at the shapes `anchor` (those it was tuned at), lowered
-/// for symbolic shapes. Without one the generic kernel runs the default
-/// schedule, as the reference always does.
+/// for symbolic shapes. A generic kernel may carry several (shape buckets):
+/// a call runs the one whose anchor is nearest its shapes. Without any it runs
+/// the default schedule, as the reference always does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenericSchedule {
     pub anchor: Vec<i64>,
@@ -80,33 +80,44 @@ pub struct GenericSchedule {
 }
 
 impl GenericSchedule {
-    /// The schedule a build gives `op`'s generic kernel when it has no tuned
-    /// one: the config chosen for its largest specialisation (by flops; in
-    /// `choices`, `None` meaning the space's default), at that
-    /// specialisation's shapes; without specialisations, the space's default
-    /// config at nominal shapes (every input size 64, else the largest power
-    /// of two down to 8 that makes every size positive).
-    pub fn for_operator(op: &Operator, choices: &[Choice]) -> Option<GenericSchedule> {
-        let largest = (0..op.specializations.len()).max_by(|a, b| {
-            let flops = |i: &usize| op.flops(&op.specializations[*i].values);
-            flops(a).total_cmp(&flops(b)).then(b.cmp(a))
-        });
-        let (anchor, config) = match largest {
-            Some(i) => (
-                op.specializations[i].values.clone(),
-                choices.get(i).and_then(|c| c.config.clone()),
-            ),
-            None => {
-                let anchor = [64, 32, 16, 8].into_iter().find_map(|n| {
-                    let given: Vec<_> = op.input_shape_vars().map(|(v, _)| (v, n)).collect();
-                    op.resolve_shapes(&given)
-                        .filter(|values| values.iter().all(|x| *x > 0))
-                })?;
-                (anchor, None)
+    /// The schedules a build gives `op`'s generic kernel: the config chosen
+    /// for each specialisation (in `choices`, `None` meaning the space's
+    /// default) at its shapes, largest (by flops) first, a config that repeats
+    /// one already listed left out; without specialisations, the space's
+    /// default config at nominal shapes (every input size 64, else the largest
+    /// power of two down to 8 that makes every size positive).
+    pub fn for_operator(op: &Operator, choices: &[Choice]) -> Vec<GenericSchedule> {
+        let mut specs: Vec<usize> = (0..op.specializations.len()).collect();
+        let flops = |i: usize| op.flops(&op.specializations[i].values);
+        specs.sort_by(|a, b| flops(*b).total_cmp(&flops(*a)).then(a.cmp(b)));
+        let mut out: Vec<GenericSchedule> = Vec::new();
+        for i in specs {
+            let anchor = op.specializations[i].values.clone();
+            let space = Space::new(op, &anchor);
+            let default = space.default_config(op, &anchor);
+            // A config whose vectors would have a symbolic stride lowers to
+            // scalar tiles in the generic kernel: the default config instead.
+            let config = choices
+                .get(i)
+                .and_then(|c| c.config.clone())
+                .filter(|c| vectors_stay(op, &space, c))
+                .unwrap_or(default);
+            if !out.iter().any(|g| g.config == config) {
+                out.push(GenericSchedule { anchor, config });
             }
-        };
-        let config = config.unwrap_or_else(|| Space::new(op, &anchor).default_config(op, &anchor));
-        Some(GenericSchedule { anchor, config })
+        }
+        if out.is_empty() {
+            let nominal = [64, 32, 16, 8].into_iter().find_map(|n| {
+                let given: Vec<_> = op.input_shape_vars().map(|(v, _)| (v, n)).collect();
+                op.resolve_shapes(&given)
+                    .filter(|values| values.iter().all(|x| *x > 0))
+            });
+            if let Some(anchor) = nominal {
+                let config = Space::new(op, &anchor).default_config(op, &anchor);
+                out.push(GenericSchedule { anchor, config });
+            }
+        }
+        out
     }
 }
 
@@ -128,43 +139,65 @@ pub fn kernel_c(
     ))
 }
 
-/// The C source of `op`'s generic kernel with `schedule` (`None`: the
-/// default schedule) under any symbol and runtime prefix.
+/// Whether every vector of `config` has a constant lane stride at symbolic
+/// shapes: no axis inside its axis has a symbolic extent.
+fn vectors_stay(op: &Operator, space: &Space, config: &Config) -> bool {
+    let Ok(plan) = space.plan(op, config) else {
+        return false;
+    };
+    plan.iter().zip(&op.stages).all(|(s, stage)| match s {
+        space::StageSchedule::Tiled(p) => p.vector.is_none_or(|(a, _)| {
+            stage.axes[a + 1..stage.n_spatial]
+                .iter()
+                .all(|x| matches!(x.extent, autotune_lang::ir::Extent::Const(_)))
+        }),
+        _ => true,
+    })
+}
+
+/// The C source of `op`'s generic kernel with `schedules` (none: the default
+/// schedule) under any symbol and runtime prefix: one tiled kernel per
+/// schedule (`<symbol>__t<i>`), the default-schedule one (`<symbol>__naive`)
+/// and a dispatcher on the call's shapes. The tiled kernels are compiled for
+/// the first (best) level of `isas` only, which keeps a build's compile time
+/// near what its specialisations cost; a CPU below that level runs the
+/// default schedule.
 pub fn generic_c(
     op: &Operator,
-    schedule: Option<&GenericSchedule>,
+    schedules: &[GenericSchedule],
     isas: &[Isa],
     symbol: String,
     runtime: String,
 ) -> Result<String, CodegenError> {
-    let naive = |symbol| lower::lower(op, Variant::Generic, None, symbol, runtime.clone());
-    let Some(g) = schedule else {
-        return Ok(emit::kernel_c(&naive(symbol), isas));
+    let lower = |plan: Option<&[space::StageSchedule]>, symbol| {
+        lower::lower(op, Variant::Generic, plan, symbol, runtime.clone())
     };
-    let plan = plan(op, Variant::Generic, &g.anchor, Some(&g.config))?;
-    let tiled = lower::lower(
-        op,
-        Variant::Generic,
-        Some(&plan),
-        format!("{symbol}__tiled"),
-        runtime.clone(),
-    );
-    let naive = naive(format!("{symbol}__naive"));
-    // At small shapes the tiled kernel's packs (whole tiles and blocks) cost
-    // more than the call: there the default schedule runs.
-    let elems = |k: &loopnest::Kernel| {
-        k.scratch
-            .iter()
-            .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()))
-    };
-    let work = lower::iterations(op).plus(elems(&naive));
-    let mut c = emit::kernel_c(&tiled, isas);
+    if schedules.is_empty() {
+        return Ok(emit::kernel_c(&lower(None, symbol), isas));
+    }
+    let naive = lower(None, format!("{symbol}__naive"));
+    let mut c = String::new();
+    let mut buckets = Vec::new();
+    for (i, g) in schedules.iter().enumerate() {
+        let plan = plan(op, Variant::Generic, &g.anchor, Some(&g.config))?;
+        let tiled = lower(Some(&plan), format!("{symbol}__t{i}"));
+        c.push_str(&emit::kernel_c(&tiled, &isas[..1]));
+        let anchor: Vec<(String, i64)> = op
+            .input_shape_vars()
+            .map(|(v, var)| (lower::c_ident(&var.name), g.anchor[v]))
+            .collect();
+        buckets.push(emit::Bucket {
+            anchor,
+            setup: tiled.setup.clone(),
+            kernel: tiled.symbol,
+        });
+    }
     c.push_str(&emit::kernel_c(&naive, isas));
-    c.push_str(&emit::size_dispatcher(
-        &tiled,
-        &symbol,
-        (&elems(&tiled), &work),
-        &naive.symbol,
+    // What a call costs the default schedule: its loops and its buffers.
+    let work = lower::iterations(op).plus(naive.setup.clone());
+    let min_isa = (isas.len() > 1).then(|| isas[0]);
+    c.push_str(&emit::generic_dispatcher(
+        &naive, &symbol, &work, &buckets, min_isa,
     ));
     Ok(c)
 }
@@ -278,7 +311,7 @@ pub fn operator_c(
     pkg: &Package,
     op: &Operator,
     choices: &[Choice],
-    generic: Option<&GenericSchedule>,
+    generic: &[GenericSchedule],
     isas: &[Isa],
 ) -> Result<String, CodegenError> {
     let runtime = mangle::runtime_prefix(pkg);

@@ -275,5 +275,8 @@ pub struct Kernel {
     pub doc: Vec<String>,
     pub params: Vec<Param>,
     pub scratch: Vec<Scratch>,
+    /// The elements a call fills in its buffers (at least: where a stage picks
+    /// one of two nests at run time, the smaller's), a measure of its set-up.
+    pub setup: IExpr,
     pub body: Vec<Stmt>,
 }

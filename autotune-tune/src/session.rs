@@ -274,7 +274,7 @@ pub fn measure_candidates(
             .and_then(|_| batch.time(k, &opts.timing));
         let config = match c {
             Candidate::Config(c) => c.clone(),
-            Candidate::Source(_) => Config::default(),
+            Candidate::Generic(_) | Candidate::Source(_) => Config::default(),
         };
         let r = Record::new(
             w,

@@ -93,26 +93,6 @@ fn with_shape_from(op: &Operator, sizes: &[i64], rng: &mut StdRng) -> Option<Ope
     None
 }
 
-/// A candidate `CANDIDATE` that calls the generic kernel `kernel` at the shapes of `w`.
-fn call_at(w: &Workload, kernel: &str) -> String {
-    let t = w.op.dtype.c_name();
-    let n = w.op.inputs.len();
-    let params: Vec<String> = (0..n)
-        .map(|i| format!("const {t} *p{i}"))
-        .chain([format!("{t} *out")])
-        .collect();
-    let args: Vec<String> = (0..n)
-        .map(|i| format!("p{i}"))
-        .chain(["out".to_string()])
-        .chain(w.shapes().iter().map(|v| v.to_string()))
-        .collect();
-    format!(
-        "\nint32_t CANDIDATE({}) {{ return {kernel}({}); }}\n",
-        params.join(", "),
-        args.join(", ")
-    )
-}
-
 /// The generic kernel with a schedule is correct at every shape: random
 /// sensible configs of each operator's space at its first specialisation (or
 /// at a random shape), lowered for symbolic shapes, called at random shapes
@@ -172,13 +152,15 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
                 };
                 let c = autotune_codegen::generic_c(
                     &op,
-                    Some(&g),
+                    &[g],
                     &[common::target().isa],
                     "CANDIDATE__generic".to_string(),
                     measure::RUNTIME_PREFIX.to_string(),
                 )
                 .unwrap_or_else(|e| panic!("{}: {e}", op.name));
-                measure::Candidate::Source(c + &call_at(&w, "CANDIDATE__generic__tiled"))
+                measure::Candidate::Source(
+                    c + &measure::call_at_shapes(&w, "CANDIDATE", "CANDIDATE__generic__t0"),
+                )
             })
             .collect();
         let batch = harness

@@ -97,6 +97,18 @@ enum Command {
     Bench {
         #[command(flatten)]
         target: OpArgs,
+        /// Time at these sizes (`M=1000,N=1000,K=1000`: every input size
+        /// variable) instead of a specialisation's.
+        #[arg(long, value_name = "VAR=SIZE,...")]
+        shape: Option<String>,
+        /// Time the generic kernel as a build ships it (the config of the
+        /// operator's largest specialisation: the cached one with --cached),
+        /// called at the shapes.
+        #[arg(long, conflicts_with = "config")]
+        generic: bool,
+        /// Time the generic kernel with the default schedule (plain loops).
+        #[arg(long, conflicts_with_all = ["config", "generic", "cached"])]
+        naive: bool,
         /// The config (`knob=value` pairs); the space's default when omitted.
         #[arg(long, conflicts_with = "cached")]
         config: Option<String>,
@@ -342,6 +354,43 @@ fn load(target: &OpArgs) -> Result<Vec<autotune_lang::Operator>> {
 }
 
 /// The workload `--op` / `--spec` names.
+/// `op` with one more specialisation, at `text` (`M=1000,N=1000,K=1000`:
+/// every input size variable), as a workload.
+fn at_shape(mut op: autotune_lang::Operator, text: &str) -> Result<Workload> {
+    let mut given = Vec::new();
+    for part in text.split(',') {
+        let (name, value) = part
+            .split_once('=')
+            .with_context(|| format!("`{part}` in --shape is not VAR=SIZE"))?;
+        let Some((v, _)) = op.input_shape_vars().find(|(_, s)| s.name == name.trim()) else {
+            bail!("`{}` has no input size variable `{}`", op.name, name.trim());
+        };
+        let value: i64 = value
+            .trim()
+            .parse()
+            .with_context(|| format!("`{part}` in --shape: not a size"))?;
+        given.push((v, value));
+    }
+    let missing: Vec<&str> = op
+        .input_shape_vars()
+        .filter(|(v, _)| !given.iter().any(|(g, _)| g == v))
+        .map(|(_, s)| s.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        bail!("--shape does not give {}", missing.join(", "));
+    }
+    let values = op.resolve_shapes(&given).with_context(|| {
+        format!(
+            "`{text}` gives `{}` a negative or overflowing size",
+            op.name
+        )
+    })?;
+    op.specializations
+        .push(autotune_lang::ir::Specialization { values });
+    let spec = op.specializations.len() - 1;
+    Ok(Workload { op, spec })
+}
+
 fn workload(target: &OpArgs) -> Result<Workload> {
     let op = load(target)?.remove(0);
     if target.spec >= op.specializations.len() {
@@ -391,6 +440,9 @@ fn main() -> Result<()> {
         }
         Command::Bench {
             target,
+            shape,
+            generic,
+            naive,
             config,
             cached,
             cache,
@@ -399,37 +451,74 @@ fn main() -> Result<()> {
             samples,
             dir,
         } => {
-            let w = workload(&target)?;
-            let space = Space::new(&w.op, w.shapes());
-            let config = match config {
-                Some(text) => text.parse::<Config>().map_err(anyhow::Error::msg)?,
-                None if cached => {
-                    let entries = cache::load(&cache, &w.op.name)?;
-                    let target = host_target()?;
-                    let cpu = cache::Cpu::host();
+            let w = match &shape {
+                Some(text) => at_shape(load(&target)?.remove(0), text)?,
+                None => workload(&target)?,
+            };
+            let cached_config = |w: &Workload| -> Result<Option<Config>> {
+                let entries = cache::load(&cache, &w.op.name)?;
+                let target = host_target()?;
+                let cpu = cache::Cpu::host();
+                Ok(
                     match cache::lookup(&entries, &w.id(), &target, &cpu, threads) {
-                        cache::Lookup::Hit(e) => e.config,
+                        cache::Lookup::Hit(e) => Some(e.config),
                         cache::Lookup::Foreign(e) => {
                             eprintln!(
                                 "{}: timing the config tuned on {}, not this CPU ({cpu})",
                                 w.key(),
                                 e.tuned_on()
                             );
-                            e.config
+                            Some(e.config)
                         }
-                        _ => anyhow::bail!(
-                            "{} has no current entry for {} in {}",
-                            w.key(),
-                            target,
-                            cache.display()
-                        ),
-                    }
-                }
-                None => space.default_config(&w.op, w.shapes()),
+                        _ => None,
+                    },
+                )
             };
-            space.index_of(&config).with_context(|| {
-                format!("the config does not belong to the space of {}", w.key())
-            })?;
+            let (candidate, what) = if naive {
+                (
+                    measure::Candidate::Generic(Vec::new()),
+                    "generic kernel, default schedule".to_string(),
+                )
+            } else if generic {
+                // The operator's own specialisations, as the build sees them.
+                let mut op = w.op.clone();
+                if shape.is_some() {
+                    op.specializations.pop();
+                }
+                let mut choices = Vec::new();
+                for spec in 0..op.specializations.len() {
+                    let s = Workload {
+                        op: op.clone(),
+                        spec,
+                    };
+                    let config = if cached { cached_config(&s)? } else { None };
+                    choices.push(autotune_codegen::Choice::from(config));
+                }
+                let g = autotune_codegen::GenericSchedule::for_operator(&op, &choices);
+                let mut what = format!("generic kernel, {} bucket(s)", g.len());
+                for b in &g {
+                    what += &format!("\n  at {:?}: {}", b.anchor, b.config);
+                }
+                (measure::Candidate::Generic(g), what)
+            } else {
+                let space = Space::new(&w.op, w.shapes());
+                let config = match config {
+                    Some(text) => text.parse::<Config>().map_err(anyhow::Error::msg)?,
+                    None if cached => cached_config(&w)?.with_context(|| {
+                        format!(
+                            "{} has no current entry for this target in {}",
+                            w.key(),
+                            cache.display()
+                        )
+                    })?,
+                    None => space.default_config(&w.op, w.shapes()),
+                };
+                space.index_of(&config).with_context(|| {
+                    format!("the config does not belong to the space of {}", w.key())
+                })?;
+                let what = format!("config: {config}");
+                (measure::Candidate::Config(config), what)
+            };
             let opts = TimingOptions {
                 threads,
                 flush,
@@ -437,9 +526,9 @@ fn main() -> Result<()> {
                 ..TimingOptions::default()
             };
             let isa = host_target()?.isa;
-            let m = measure::bench(&w, &config, isa, &dir, &opts)?;
+            let m = measure::bench_candidate(&w, &candidate, isa, &dir, &opts)?;
             println!("{} ({} threads, {isa})", w.key(), threads);
-            println!("config: {config}");
+            println!("{what}");
             println!(
                 "{:.2} GFLOP/s  (median {:.3} ms, min {:.3}, max {:.3})",
                 m.gflops,

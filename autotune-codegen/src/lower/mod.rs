@@ -72,6 +72,10 @@ pub fn lower(
                 .fold(IExpr::Const(1), |acc, d| acc.times(l.extent(d))),
         })
         .collect();
+    // The stages' buffers, and below what each tiled stage's copies fill.
+    let mut setup = scratch
+        .iter()
+        .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()));
     let mut body = Vec::new();
     for (s, stage) in op.stages.iter().enumerate() {
         let name = op.tensor_name(TensorRef::Stage(s));
@@ -85,14 +89,10 @@ pub fn lower(
                 body.extend(l.stage(s, stage));
             }
             StageSchedule::Tiled(plan) => {
-                body.extend(tiled::lower_stage(
-                    op,
-                    dims,
-                    s,
-                    plan,
-                    fused_consumer(s),
-                    &mut scratch,
-                ));
+                let (nest, filled) =
+                    tiled::lower_stage(op, dims, s, plan, fused_consumer(s), &mut scratch);
+                body.extend(nest);
+                setup = setup.plus(filled);
             }
         }
     }
@@ -125,6 +125,7 @@ pub fn lower(
         doc,
         params,
         scratch,
+        setup,
         body,
     }
 }

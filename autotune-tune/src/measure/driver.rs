@@ -96,6 +96,27 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
     driver
 }
 
+/// A function `name` of the batch's kernel signature that calls the generic
+/// kernel `generic` at the shapes of `w`.
+pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
+    let t = w.op.dtype.c_name();
+    let n = w.op.inputs.len();
+    let params: Vec<String> = (0..n)
+        .map(|i| format!("const {t} *p{i}"))
+        .chain([format!("{t} *out")])
+        .collect();
+    let args: Vec<String> = (0..n)
+        .map(|i| format!("p{i}"))
+        .chain(["out".to_string()])
+        .chain(w.shapes().iter().map(|v| v.to_string()))
+        .collect();
+    format!(
+        "\nint32_t {name}({}) {{ return {generic}({}); }}\n",
+        params.join(", "),
+        args.join(", ")
+    )
+}
+
 /// The driver's `main` (ELEM, ELEM_BITS, POISON, N_IN, N_INPUTS, OUT_SIZE,
 /// CALL_ARGS and PREFIX are replaced when a batch is generated).
 ///

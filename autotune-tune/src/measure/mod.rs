@@ -25,9 +25,11 @@ mod driver;
 mod error;
 mod process;
 
+pub use driver::call_at_shapes;
+
 use autotune_codegen::emit::file_header;
 use autotune_codegen::runtime::{runtime_c, RUNTIME_C};
-use autotune_codegen::{kernel_c, Config, Isa, Workload};
+use autotune_codegen::{generic_c, kernel_c, Config, GenericSchedule, Isa, Workload};
 use autotune_lang::analysis::positive_inputs;
 use autotune_lang::ir::DType;
 use autotune_lang::mangle::Variant;
@@ -95,12 +97,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MeasureError + '_ {
     }
 }
 
-/// What a batch measures: a config of the space, or (feature `testing`, for
-/// fault-injection tests) a hand-written C function whose name is the
-/// placeholder `CANDIDATE`.
+/// What a batch measures: a config of the space, the generic kernel as a
+/// build emits it (with a schedule, or the default one) called at the
+/// workload's shapes, or (feature `testing`, for fault-injection tests) a
+/// hand-written C function whose name is the placeholder `CANDIDATE`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Candidate {
     Config(Config),
+    Generic(Vec<GenericSchedule>),
     #[cfg(feature = "testing")]
     Source(String),
 }
@@ -196,6 +200,14 @@ impl Harness {
                     name.clone(),
                     RUNTIME_PREFIX.to_string(),
                 ),
+                Candidate::Generic(g) => generic_c(
+                    &w.op,
+                    g,
+                    &[self.isa],
+                    format!("{name}__generic"),
+                    RUNTIME_PREFIX.to_string(),
+                )
+                .map(|c| c + &call_at_shapes(w, &name, &format!("{name}__generic"))),
                 #[cfg(feature = "testing")]
                 Candidate::Source(src) => Ok(src.replace("CANDIDATE", &name)),
             };
@@ -438,7 +450,18 @@ pub fn bench(
     dir: &Path,
     opts: &TimingOptions,
 ) -> Result<Measurement, MeasureError> {
-    let batch = build_batch(w, std::slice::from_ref(config), isa, dir, 1)?;
+    bench_candidate(w, &Candidate::Config(config.clone()), isa, dir, opts)
+}
+
+/// As [`bench`] for any candidate.
+pub fn bench_candidate(
+    w: &Workload,
+    candidate: &Candidate,
+    isa: Isa,
+    dir: &Path,
+    opts: &TimingOptions,
+) -> Result<Measurement, MeasureError> {
+    let batch = build_candidates(w, std::slice::from_ref(candidate), isa, dir, 1)?;
     batch.check(0, opts)?;
     let timing = batch.time(0, opts)?;
     Ok(Measurement {

@@ -52,7 +52,10 @@ impl Indexer<'_> {
     pub fn load_index(&self, acc: &Access, index: &[Affine], p: &Point) -> (IExpr, i64) {
         match &acc.source {
             Source::Direct { dims } => self.row_major_index(&vec![0; dims.len()], dims, index, p),
-            Source::Copy { lo, dims } => self.row_major_index(lo, dims, index, p),
+            Source::Copy { lo, dims } => {
+                let dims: Vec<IExpr> = dims.iter().map(|d| IExpr::Const(*d)).collect();
+                self.row_major_index(lo, &dims, index, p)
+            }
             Source::Packed { layout } => self.packed_index(layout, p),
         }
     }
@@ -62,7 +65,7 @@ impl Indexer<'_> {
     fn row_major_index(
         &self,
         lo: &[i64],
-        dims: &[i64],
+        dims: &[IExpr],
         index: &[Affine],
         p: &Point,
     ) -> (IExpr, i64) {
@@ -74,10 +77,12 @@ impl Indexer<'_> {
             for &(a, c) in &ix.terms {
                 e = e.plus(self.axis_value(a, p).times(IExpr::Const(c)));
                 if Some(a) == vec_axis {
-                    lane_stride += c * stride(dims, d);
+                    // Constant: only the generic kernel's in-place loads have
+                    // symbolic dimensions, and they read the vector axis innermost.
+                    lane_stride += c * known(&product(&dims[d + 1..]));
                 }
             }
-            flat = flat.times(IExpr::Const(dims[d])).plus(e);
+            flat = flat.times(dims[d].clone()).plus(e);
         }
         (flat, lane_stride)
     }
@@ -120,8 +125,9 @@ impl Indexer<'_> {
     }
 
     /// The part of a load's flat index that a point's tile offset and unroll
-    /// offset contribute: a constant.
-    pub fn load_delta(&self, acc: &Access, index: &[Affine], p: &Point) -> i64 {
+    /// offset contribute: a constant, or in the generic kernel's in-place loads
+    /// constants times the tensor's symbolic strides.
+    pub fn load_delta(&self, acc: &Access, index: &[Affine], p: &Point) -> IExpr {
         let vary = |a: AxisId| -> i64 {
             if a < self.t.n {
                 p.offset[a]
@@ -130,30 +136,43 @@ impl Indexer<'_> {
             }
         };
         match &acc.source {
-            Source::Direct { dims } | Source::Copy { dims, .. } => index
-                .iter()
-                .enumerate()
-                .map(|(d, ix)| {
-                    ix.terms.iter().map(|&(a, c)| c * vary(a)).sum::<i64>() * stride(dims, d)
-                })
-                .sum(),
-            Source::Packed { layout } => layout
-                .iter()
-                .enumerate()
-                .map(|(i, &(a, level, _))| {
-                    let v = match level {
-                        Level::Reg => p.offset[a],
-                        Level::ReduceInner => p.unroll_of(a),
-                        _ => 0,
-                    };
-                    // Only the dimensions inside a varying one need be constants.
-                    if v == 0 {
-                        0
-                    } else {
-                        v * inner_size(&layout[i + 1..])
-                    }
-                })
-                .sum(),
+            Source::Direct { dims } => {
+                index
+                    .iter()
+                    .enumerate()
+                    .fold(IExpr::Const(0), |acc, (d, ix)| {
+                        let steps: i64 = ix.terms.iter().map(|&(a, c)| c * vary(a)).sum();
+                        acc.plus(product(&dims[d + 1..]).times(IExpr::Const(steps)))
+                    })
+            }
+            Source::Copy { dims, .. } => IExpr::Const(
+                index
+                    .iter()
+                    .enumerate()
+                    .map(|(d, ix)| {
+                        ix.terms.iter().map(|&(a, c)| c * vary(a)).sum::<i64>() * stride(dims, d)
+                    })
+                    .sum(),
+            ),
+            Source::Packed { layout } => IExpr::Const(
+                layout
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(a, level, _))| {
+                        let v = match level {
+                            Level::Reg => p.offset[a],
+                            Level::ReduceInner => p.unroll_of(a),
+                            _ => 0,
+                        };
+                        // Only the dimensions inside a varying one need be constants.
+                        if v == 0 {
+                            0
+                        } else {
+                            v * inner_size(&layout[i + 1..])
+                        }
+                    })
+                    .sum::<i64>(),
+            ),
         }
     }
 

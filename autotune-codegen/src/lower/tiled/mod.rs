@@ -49,7 +49,7 @@ use autotune_lang::ir::{Expr, Operator, TensorRef};
 use super::dims::Dims;
 use super::naive::Lowerer;
 use super::names::buffer_name;
-use crate::loopnest::{Scratch, Stmt};
+use crate::loopnest::{IExpr, Scratch, Stmt};
 use crate::space::StagePlan;
 use geometry::{product, Tiling};
 use index::Indexer;
@@ -58,7 +58,9 @@ use operands::Operands;
 use sites::Sites;
 
 /// Lowers stage `s` of `op` (and the consumer fused into it) with `plan`,
-/// adding the buffers it allocates to `scratch`.
+/// adding the buffers it allocates to `scratch`. Also returns the elements
+/// its copies fill per call (the smaller of the two variants where the
+/// generic kernel picks one at run time).
 pub(crate) fn lower_stage(
     op: &Operator,
     dims: Dims,
@@ -66,43 +68,155 @@ pub(crate) fn lower_stage(
     plan: &StagePlan,
     consumer: Option<usize>,
     scratch: &mut Vec<Scratch>,
-) -> Vec<Stmt> {
+) -> (Vec<Stmt>, IExpr) {
     let stage = &op.stages[s];
     let (reduction, red_axes) = geometry::reduction(stage);
     let Some(t) = Tiling::new(stage, dims, plan, &red_axes) else {
         // Known-empty iteration spaces keep the default lowering. (In the
         // generic kernel, an empty reduction runs one block of no iterations,
         // which stores the identity.)
-        return lower_default(op, dims, s, consumer, scratch);
+        return (
+            lower_default(op, dims, s, consumer, scratch),
+            IExpr::Const(0),
+        );
     };
     let mut out = vec![Stmt::Comment(format!(
         "stage {}: tiled {}",
         op.tensor_name(TensorRef::Stage(s)),
         describe(op, s, &t, plan, consumer)
     ))];
-    let operands = Operands {
+    let lower = |in_place: bool, tag: &str, scratch: &mut Vec<Scratch>| {
+        let operands = Operands {
+            op,
+            stage: s,
+            dims,
+            t: &t,
+            parallel: plan.parallel > 0,
+            in_place,
+        };
+        let before = scratch.len();
+        let nest = tiled_nest(&operands, plan, reduction, consumer, tag, scratch);
+        let filled = scratch_elems(&scratch[before..]);
+        (nest, filled)
+    };
+    if t.known() {
+        let (nest, filled) = lower(false, "", scratch);
+        out.extend(nest);
+        return (out, filled);
+    }
+    // The generic kernel reads unpacked operands in place where the call's
+    // extents are whole tiles along the axes they read, and packs them otherwise.
+    let probe = Operands {
         op,
+        stage: s,
         dims,
         t: &t,
-        parallel: plan.parallel > 0,
+        parallel: false,
+        in_place: true,
     };
-    let mut sites = Sites::new(Indexer { stage, t: &t }, dims);
-    // Resolve every load: the stage's own, then the fused consumer's.
-    for (i, site) in load_sites(&stage.body).iter().enumerate() {
-        let pack = plan.pack.get(i).copied().unwrap_or(false);
-        let tag = format!("{s}_{i}");
-        let access = operands.resolve(site, pack, &plan.order, &tag, scratch, &mut out);
-        sites.push(site, access);
+    let in_place: Vec<Vec<usize>> = sites_of(op, s, plan, consumer)
+        .into_iter()
+        .filter(|site| !site.pack)
+        .filter_map(|site| probe.in_place_axes(site.load))
+        .collect();
+    if in_place.is_empty() {
+        let (nest, filled) = lower(false, "", scratch);
+        out.extend(nest);
+        return (out, filled);
     }
+    let mut axes: Vec<usize> = in_place
+        .into_iter()
+        .flatten()
+        .filter(|a| t.may_overhang(*a))
+        .collect();
+    axes.sort_unstable();
+    axes.dedup();
+    let (direct, direct_filled) = lower(true, "d", scratch);
+    let (packed, packed_filled) = lower(false, "", scratch);
+    out.push(Stmt::If {
+        // `ext % tile < 1` along every such axis.
+        conds: axes
+            .iter()
+            .map(|&a| {
+                (
+                    t.ext[a].clone().rem_by(IExpr::Const(t.tile[a])),
+                    IExpr::Const(1),
+                )
+            })
+            .collect(),
+        then: direct,
+        otherwise: packed,
+    });
+    (out, direct_filled.min(packed_filled))
+}
+
+/// The elements of the buffers.
+fn scratch_elems(buffers: &[Scratch]) -> IExpr {
+    buffers
+        .iter()
+        .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()))
+}
+
+/// A load site of a tiled stage: the stage's own or its fused consumer's.
+struct Site<'e> {
+    load: &'e Expr,
+    /// Whether the plan packs it (a consumer's loads are never packed).
+    pack: bool,
+    /// Names its copies: the stage's and the load's positions.
+    tag: String,
+}
+
+/// The load sites of stage `s` and of its fused consumer (not the consumer's
+/// read of `s`).
+fn sites_of<'e>(
+    op: &'e Operator,
+    s: usize,
+    plan: &StagePlan,
+    consumer: Option<usize>,
+) -> Vec<Site<'e>> {
+    let mut out: Vec<Site> = load_sites(&op.stages[s].body)
+        .into_iter()
+        .enumerate()
+        .map(|(i, load)| Site {
+            load,
+            pack: plan.pack.get(i).copied().unwrap_or(false),
+            tag: format!("{s}_{i}"),
+        })
+        .collect();
     if let Some(c) = consumer {
-        for (i, site) in load_sites(&op.stages[c].body).iter().enumerate() {
-            if matches!(site, Expr::Load { tensor: TensorRef::Stage(p), .. } if *p == s) {
-                continue;
+        for (i, load) in load_sites(&op.stages[c].body).into_iter().enumerate() {
+            if !matches!(load, Expr::Load { tensor: TensorRef::Stage(p), .. } if *p == s) {
+                out.push(Site {
+                    load,
+                    pack: false,
+                    tag: format!("{c}_{i}"),
+                });
             }
-            let tag = format!("{c}_{i}");
-            let access = operands.resolve(site, false, &plan.order, &tag, scratch, &mut out);
-            sites.push(site, access);
         }
+    }
+    out
+}
+
+/// The tiled nest of one stage with `operands`' decisions: copies, then the
+/// loops around the register tile. `tag` tells this nest's copies apart from
+/// another variant's.
+fn tiled_nest(
+    operands: &Operands,
+    plan: &StagePlan,
+    reduction: Option<&Expr>,
+    consumer: Option<usize>,
+    tag: &str,
+    scratch: &mut Vec<Scratch>,
+) -> Vec<Stmt> {
+    let (op, s, t) = (operands.op, operands.stage, operands.t);
+    let stage = &op.stages[s];
+    let mut out = Vec::new();
+    let mut sites = Sites::new(Indexer { stage, t }, operands.dims);
+    // Resolve every load: the stage's own, then the fused consumer's.
+    for site in sites_of(op, s, plan, consumer) {
+        let tag = format!("{tag}{}", site.tag);
+        let access = operands.resolve(site.load, site.pack, &plan.order, &tag, scratch, &mut out);
+        sites.push(site.load, access);
     }
     let order = t.order(plan);
     let target = buffer_name(op, TensorRef::Stage(consumer.unwrap_or(s)));
@@ -114,7 +228,7 @@ pub(crate) fn lower_stage(
         &order,
     )
     .lower(reduction, plan.unroll);
-    out.extend(nest::nest(stage, &t, &order, plan.parallel, micro));
+    out.extend(nest::nest(stage, t, &order, plan.parallel, micro));
     out
 }
 

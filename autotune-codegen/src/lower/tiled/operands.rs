@@ -16,7 +16,7 @@ use crate::lower::names::buffer_name;
 #[derive(Clone, Debug)]
 pub(super) enum Source {
     /// The tensor itself, row-major with these dimensions.
-    Direct { dims: Vec<i64> },
+    Direct { dims: Vec<IExpr> },
     /// A copy whose dimension `d` covers indices `lo[d]..lo[d] + dims[d]`.
     Copy { lo: Vec<i64>, dims: Vec<i64> },
     /// A tile-ordered copy; dimensions from outer to inner (the outer ones
@@ -44,10 +44,16 @@ pub(super) struct Access {
 /// Resolves the load sites of a tiled stage.
 pub(super) struct Operands<'a> {
     pub op: &'a Operator,
+    /// The stage whose loads these are (a fused consumer's included).
+    pub stage: usize,
     pub dims: Dims<'a>,
     pub t: &'a Tiling,
     /// Whether the stage's nest runs on the thread pool (its copies do too).
     pub parallel: bool,
+    /// In the generic kernel: whether the loads [`Operands::in_place`] allows
+    /// read their tensor in place (the caller has checked at run time that no
+    /// tile overhangs the axes they read along).
+    pub in_place: bool,
 }
 
 impl Operands<'_> {
@@ -57,8 +63,13 @@ impl Operands<'_> {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
-        // The generic kernel packs every operand: where a read may leave its
-        // tensor is only known at run time, and the pack's guards handle it.
+        if !self.t.known() && !pack && self.in_place && self.in_place_axes(site).is_some() {
+            return Source::Direct {
+                dims: self.dims.tensor(*tensor),
+            };
+        }
+        // Otherwise the generic kernel packs: where a read may leave its tensor
+        // is only known at run time, and the pack's guards handle it.
         if pack || !self.t.known() {
             return Source::Packed {
                 layout: self.pack_layout(index, order),
@@ -71,7 +82,9 @@ impl Operands<'_> {
             .zip(&dims)
             .all(|((lo, hi), d)| *lo >= 0 && hi < d);
         if pad.is_none() && inside {
-            return Source::Direct { dims };
+            return Source::Direct {
+                dims: dims.iter().map(|d| IExpr::Const(*d)).collect(),
+            };
         }
         // A copy covering both the tensor and the index ranges.
         Source::Copy {
@@ -107,6 +120,34 @@ impl Operands<'_> {
             Source::Copy { lo, dims } => self.pad_copy(site, lo, dims, tag, scratch, out),
             Source::Packed { layout } => self.pack(site, layout, tag, scratch, out),
         }
+    }
+
+    /// For a load the generic kernel may read in place, the spatial axes it
+    /// reads along: an unpadded load whose every index is an axis running over
+    /// exactly its dimension, each once, the vector axis (if read) indexing the
+    /// innermost dimension. Its reads stay in the tensor when no tile
+    /// overhangs those axes.
+    pub fn in_place_axes(&self, site: &Expr) -> Option<Vec<usize>> {
+        let Expr::Load { tensor, index, pad } = site else {
+            unreachable!("load sites are loads")
+        };
+        let tdims = self.op.tensor_dims(*tensor);
+        let stage_axes = &self.op.stages[self.stage].axes;
+        let mut axes = Vec::new();
+        for (d, ix) in index.iter().enumerate() {
+            let a = ix.as_axis()?;
+            if stage_axes[a].extent != tdims[d] || axes.contains(&a) {
+                return None;
+            }
+            if Some(a) == self.t.vector_axis() && d + 1 != index.len() {
+                return None;
+            }
+            axes.push(a);
+        }
+        if pad.is_some() {
+            return None;
+        }
+        Some(axes.into_iter().filter(|a| *a < self.t.n).collect())
     }
 
     /// The dimensions of a tensor of a specialisation.

@@ -60,6 +60,8 @@ pub(crate) fn stage_shape(
     let covers = covers(&loops, inner, extent);
     let operands_of = Operands {
         op,
+        stage: s,
+        in_place: false,
         dims,
         t: &t,
         parallel: plan.parallel > 0,
@@ -84,7 +86,10 @@ pub(crate) fn stage_shape(
                 .product::<i64>() as f64;
         let pack = plan.pack.get(i).copied().unwrap_or(false);
         let (storage, strides, footprint) = match operands_of.source(site, pack, &plan.order) {
-            Source::Direct { dims } => direct(&loops, &covers, index, &dims, Storage::Direct),
+            Source::Direct { dims } => {
+                let dims: Vec<i64> = dims.iter().map(known).collect();
+                direct(&loops, &covers, index, &dims, Storage::Direct)
+            }
             Source::Copy { dims, .. } => {
                 scratch += dims.iter().product::<i64>() as f64;
                 direct(&loops, &covers, index, &dims, Storage::Copy)

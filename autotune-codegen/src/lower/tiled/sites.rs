@@ -87,8 +87,8 @@ impl<'a> Sites<'a> {
                 let (_, stride) = self.idx.load_index(access, index, p);
                 // The site's index at the tile origin (a `Let` of `base_lets`) plus
                 // this point's constant offset.
-                let index = IExpr::var(&self.site_var(e))
-                    .plus(IExpr::Const(self.idx.load_delta(access, index, p)));
+                let index =
+                    IExpr::var(&self.site_var(e)).plus(self.idx.load_delta(access, index, p));
                 VExpr::Load {
                     buf: access.buf.clone(),
                     index,
