@@ -93,15 +93,10 @@ impl GenericSchedule {
         let mut out: Vec<GenericSchedule> = Vec::new();
         for i in specs {
             let anchor = op.specializations[i].values.clone();
-            let space = Space::new(op, &anchor);
-            let default = space.default_config(op, &anchor);
-            // A config whose vectors would have a symbolic stride lowers to
-            // scalar tiles in the generic kernel: the default config instead.
             let config = choices
                 .get(i)
                 .and_then(|c| c.config.clone())
-                .filter(|c| vectors_stay(op, &space, c))
-                .unwrap_or(default);
+                .unwrap_or_else(|| Space::new(op, &anchor).default_config(op, &anchor));
             if !out.iter().any(|g| g.config == config) {
                 out.push(GenericSchedule { anchor, config });
             }
@@ -137,22 +132,6 @@ pub fn kernel_c(
         &lower_variant(op, variant, config, symbol, runtime)?,
         isas,
     ))
-}
-
-/// Whether every vector of `config` has a constant lane stride at symbolic
-/// shapes: no axis inside its axis has a symbolic extent.
-fn vectors_stay(op: &Operator, space: &Space, config: &Config) -> bool {
-    let Ok(plan) = space.plan(op, config) else {
-        return false;
-    };
-    plan.iter().zip(&op.stages).all(|(s, stage)| match s {
-        space::StageSchedule::Tiled(p) => p.vector.is_none_or(|(a, _)| {
-            stage.axes[a + 1..stage.n_spatial]
-                .iter()
-                .all(|x| matches!(x.extent, autotune_lang::ir::Extent::Const(_)))
-        }),
-        _ => true,
-    })
 }
 
 /// The C source of `op`'s generic kernel with `schedules` (none: the default

@@ -71,12 +71,7 @@ impl Tiling {
         let outer = (0..n)
             .map(|a| ext[a].clone().ceil_div(tile[a] * block[a]))
             .collect();
-        // A vector's lanes are a constant stride apart in the output: along an
-        // axis with a symbolic extent inside it, the generic kernel stays scalar.
-        let vector = plan
-            .vector
-            .filter(|(a, _)| *a < n)
-            .filter(|(a, _)| ext[a + 1..].iter().all(|e| e.as_const().is_some()));
+        let vector = plan.vector.filter(|(a, _)| *a < n);
         Some(Tiling {
             n,
             ext,

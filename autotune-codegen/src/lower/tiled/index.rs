@@ -178,16 +178,15 @@ impl Indexer<'_> {
 
     /// Index and lane stride of the element at a point in the output buffer,
     /// of dimensions `target_dims`.
-    pub fn target_index(&self, target_dims: &[IExpr], p: &Point) -> (IExpr, i64) {
+    pub fn target_index(&self, target_dims: &[IExpr], p: &Point) -> (IExpr, IExpr) {
         let mut flat = IExpr::Const(0);
         for (d, dim) in target_dims.iter().enumerate() {
             flat = flat.times(dim.clone()).plus(self.axis_value(d, p));
         }
-        // `Tiling` keeps a vector only where the dimensions inside it are known.
         let lane_stride = self
             .t
             .vector
-            .map_or(0, |(v, _)| known(&product(&target_dims[v + 1..])));
+            .map_or(IExpr::Const(0), |(v, _)| product(&target_dims[v + 1..]));
         (flat, lane_stride)
     }
 }

@@ -175,6 +175,15 @@ impl<'a> MicroKernel<'a> {
     /// Accumulator `i` (at `offset`), set from the output with one load.
     fn reload(&self, i: usize, offset: &[i64]) -> Stmt {
         let (index, stride) = self.target_index(offset);
+        let Some(stride) = stride.as_const() else {
+            // A symbolic lane stride (the generic kernel): lane by lane.
+            let idx = index.plus(IExpr::var(LANE).times(stride));
+            return self.lane_loop(vec![Stmt::SetLane {
+                name: acc_name(i),
+                lane: IExpr::var(LANE),
+                value: VExpr::load(&self.target_buf, idx),
+            }]);
+        };
         Stmt::Assign {
             name: acc_name(i),
             value: VExpr::Load {
@@ -193,7 +202,7 @@ impl<'a> MicroKernel<'a> {
     fn reload_guarded(&self, i: usize, offset: &[i64], lane: Option<&str>) -> Stmt {
         let (index, stride) = self.target_index(offset);
         let idx = match lane {
-            Some(l) => index.plus(IExpr::var(l).times(IExpr::Const(stride))),
+            Some(l) => index.plus(IExpr::var(l).times(stride)),
             None => index,
         };
         let v = VExpr::load(&self.target_buf, idx);
@@ -390,7 +399,8 @@ impl<'a> MicroKernel<'a> {
     fn store(&self, local: &str, offset: &[i64], full: bool) -> Stmt {
         let lanes = self.lanes();
         let (index, stride) = self.target_index(offset);
-        if full || lanes == 1 {
+        let constant = stride.as_const();
+        if let (Some(stride), true) = (constant, full || lanes == 1) {
             let st = Stmt::Store {
                 buf: self.target_buf.clone(),
                 index,
@@ -408,21 +418,29 @@ impl<'a> MicroKernel<'a> {
                 }
             }
         } else {
-            let idx = index.plus(IExpr::var(LANE).times(IExpr::Const(stride)));
-            self.lane_loop(vec![Stmt::If {
-                conds: self.in_range(offset, Some(LANE)),
-                then: vec![Stmt::store(
-                    &self.target_buf,
-                    idx,
-                    VExpr::Lane(local.to_string(), IExpr::var(LANE)),
-                )],
-                otherwise: Vec::new(),
+            // Lane by lane: an overhanging tile, or a symbolic lane stride.
+            let idx = index.plus(IExpr::var(LANE).times(stride));
+            let st = Stmt::store(
+                &self.target_buf,
+                idx,
+                VExpr::Lane(local.to_string(), IExpr::var(LANE)),
+            );
+            self.lane_loop(vec![if full {
+                st
+            } else {
+                Stmt::If {
+                    conds: self.in_range(offset, Some(LANE)),
+                    then: vec![st],
+                    otherwise: Vec::new(),
+                }
             }])
         }
     }
 
-    /// Index and lane stride of the element at `offset` in the target.
-    fn target_index(&self, offset: &[i64]) -> (IExpr, i64) {
+    /// Index and lane stride of the element at `offset` in the target (the
+    /// stride symbolic in the generic kernel where axes inside the vector's
+    /// have symbolic extents).
+    fn target_index(&self, offset: &[i64]) -> (IExpr, IExpr) {
         // The target has the stage's dimensions (a fused consumer has the same).
         self.sites
             .idx
