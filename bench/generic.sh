@@ -46,7 +46,7 @@ CACHE="--cached --cache $ROOT/bench/tuning-cache"
 
 CONV_OPS="--file $ROOT/examples/resnet18/src/ops.rs"
 CONV_CACHE="--cached --cache $ROOT/tuning-cache"
-read -r GEMMS CONVS < <(python3 - "$ROOT/bench/ops.rs" "$ROOT/examples/resnet18/src/ops.rs" <<'EOF'
+SHAPES="$(python3 - "$ROOT/bench/ops.rs" "$ROOT/examples/resnet18/src/ops.rs" <<'EOF'
 import math, random, re, sys
 def specs(op, path=sys.argv[1]):
     src = open(path).read()
@@ -70,11 +70,12 @@ while len(convs) < 6:
     c, h, k = size(8, 512), size(7, 64), size(8, 512)
     if (c, h, h, k) not in conv_specs and c * h * h * k * 9 <= 1e9:
         convs.append(f"{c},{h},{k}")
-print(" ".join(gemms), ";", " ".join(convs))
+print(" ".join(gemms))
+print(" ".join(convs))
 EOF
-)
-GEMMS="${GEMMS% ;}"
-CONVS="${CONVS#; }"
+)"
+GEMMS="$(sed -n 1p <<<"$SHAPES")"
+CONVS="$(sed -n 2p <<<"$SHAPES")"
 SPECIALISED="0:1024x1024x1024 2:127x255x511 3:1x4096x4096 4:16x4096x4096 5:512x512x512 6:256x256x256"
 CONV_SPECIALISED="0:64,56,64 1:128,28,128"
 

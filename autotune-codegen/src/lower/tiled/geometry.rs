@@ -125,6 +125,19 @@ impl Tiling {
         }
     }
 
+    /// [`Tiling::max_value`] as an expression, for the generic kernel too.
+    pub fn max_index(&self, a: AxisId) -> IExpr {
+        if a < self.n {
+            self.ext[a]
+                .clone()
+                .ceil_div(self.tile[a])
+                .times(IExpr::Const(self.tile[a]))
+                .plus(IExpr::Const(-1))
+        } else {
+            self.extent(a).plus(IExpr::Const(-1))
+        }
+    }
+
     /// The extent of axis `a`, spatial or reduction.
     pub fn extent(&self, a: AxisId) -> IExpr {
         if a < self.n {
@@ -206,9 +219,4 @@ pub(super) fn row_major_flat(idx: &[IExpr], dims: &[IExpr]) -> IExpr {
     idx.iter().zip(dims).fold(IExpr::Const(0), |acc, (i, d)| {
         acc.times(d.clone()).plus(i.clone())
     })
-}
-
-/// Stride of a dimension in a row-major layout.
-pub(super) fn stride(dims: &[i64], d: usize) -> i64 {
-    dims[d + 1..].iter().product()
 }

@@ -6,7 +6,7 @@
 
 use autotune_lang::ir::{Affine, AxisId, Stage};
 
-use super::geometry::{known, product, stride, tile_var, Tiling};
+use super::geometry::{known, product, tile_var, Tiling};
 use super::operands::{Access, Level, Source};
 use crate::loopnest::IExpr;
 
@@ -52,10 +52,7 @@ impl Indexer<'_> {
     pub fn load_index(&self, acc: &Access, index: &[Affine], p: &Point) -> (IExpr, i64) {
         match &acc.source {
             Source::Direct { dims } => self.row_major_index(&vec![0; dims.len()], dims, index, p),
-            Source::Copy { lo, dims } => {
-                let dims: Vec<IExpr> = dims.iter().map(|d| IExpr::Const(*d)).collect();
-                self.row_major_index(lo, &dims, index, p)
-            }
+            Source::Copy { lo, dims } => self.row_major_index(lo, dims, index, p),
             Source::Packed { layout } => self.packed_index(layout, p),
         }
     }
@@ -136,7 +133,7 @@ impl Indexer<'_> {
             }
         };
         match &acc.source {
-            Source::Direct { dims } => {
+            Source::Direct { dims } | Source::Copy { dims, .. } => {
                 index
                     .iter()
                     .enumerate()
@@ -145,15 +142,6 @@ impl Indexer<'_> {
                         acc.plus(product(&dims[d + 1..]).times(IExpr::Const(steps)))
                     })
             }
-            Source::Copy { dims, .. } => IExpr::Const(
-                index
-                    .iter()
-                    .enumerate()
-                    .map(|(d, ix)| {
-                        ix.terms.iter().map(|&(a, c)| c * vary(a)).sum::<i64>() * stride(dims, d)
-                    })
-                    .sum(),
-            ),
             Source::Packed { layout } => IExpr::Const(
                 layout
                     .iter()

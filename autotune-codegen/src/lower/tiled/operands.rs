@@ -18,7 +18,7 @@ pub(super) enum Source {
     /// The tensor itself, row-major with these dimensions.
     Direct { dims: Vec<IExpr> },
     /// A copy whose dimension `d` covers indices `lo[d]..lo[d] + dims[d]`.
-    Copy { lo: Vec<i64>, dims: Vec<i64> },
+    Copy { lo: Vec<i64>, dims: Vec<IExpr> },
     /// A tile-ordered copy; dimensions from outer to inner (the outer ones
     /// symbolic in the generic kernel, the others constants).
     Packed { layout: Vec<(AxisId, Level, IExpr)> },
@@ -68,6 +68,11 @@ impl Operands<'_> {
                 dims: self.dims.tensor(*tensor),
             };
         }
+        if !self.t.known() && !pack {
+            if let Some(copy) = self.symbolic_copy(site) {
+                return copy;
+            }
+        }
         // Otherwise the generic kernel packs: where a read may leave its tensor
         // is only known at run time, and the pack's guards handle it.
         if pack || !self.t.known() {
@@ -92,9 +97,42 @@ impl Operands<'_> {
             dims: ranges
                 .iter()
                 .zip(&dims)
-                .map(|((l, h), d)| (*h).max(d - 1) - (*l).min(0) + 1)
+                .map(|((l, h), d)| IExpr::Const((*h).max(d - 1) - (*l).min(0) + 1))
                 .collect(),
         }
+    }
+
+    /// In the generic kernel, a copy covering the tensor and the load's index
+    /// range over whole tiles, for a load whose indices grow with every axis
+    /// (so the range starts at a constant) and whose lanes, if any, are
+    /// adjacent: a padded input is copied once rather than packed per tap.
+    fn symbolic_copy(&self, site: &Expr) -> Option<Source> {
+        let Expr::Load { tensor, index, .. } = site else {
+            unreachable!("load sites are loads")
+        };
+        let tdims = self.dims.tensor(*tensor);
+        let mut lo = Vec::new();
+        let mut dims = Vec::new();
+        for (d, ix) in index.iter().enumerate() {
+            if ix.terms.iter().any(|&(a, c)| {
+                c < 0 || (Some(a) == self.t.vector_axis() && (c != 1 || d + 1 != index.len()))
+            }) {
+                return None;
+            }
+            let l = ix.offset.min(0);
+            let hi = ix
+                .terms
+                .iter()
+                .fold(IExpr::Const(ix.offset), |acc, &(a, c)| {
+                    acc.plus(self.t.max_index(a).times(IExpr::Const(c)))
+                });
+            lo.push(l);
+            dims.push(
+                hi.max(tdims[d].clone().plus(IExpr::Const(-1)))
+                    .plus(IExpr::Const(1 - l)),
+            );
+        }
+        Some(Source::Copy { lo, dims })
     }
 
     /// Decides where the load `site` reads from ([`Operands::source`]), adding
@@ -178,7 +216,7 @@ impl Operands<'_> {
         &self,
         site: &Expr,
         lo: Vec<i64>,
-        cdims: Vec<i64>,
+        copy_dims: Vec<IExpr>,
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
@@ -190,9 +228,8 @@ impl Operands<'_> {
         let buf = format!("cp__{tag}");
         scratch.push(Scratch {
             name: buf.clone(),
-            elems: IExpr::Const(cdims.iter().product()),
+            elems: product(&copy_dims),
         });
-        let copy_dims: Vec<IExpr> = cdims.iter().map(|d| IExpr::Const(*d)).collect();
         let vars: Vec<String> = (0..dims.len()).map(|d| format!("q{d}__{tag}")).collect();
         let src_idx: Vec<IExpr> = vars
             .iter()
@@ -210,7 +247,10 @@ impl Operands<'_> {
         out.extend(self.copy_nest(what, &vars, &copy_dims, body));
         Access {
             buf,
-            source: Source::Copy { lo, dims: cdims },
+            source: Source::Copy {
+                lo,
+                dims: copy_dims,
+            },
         }
     }
 

@@ -91,6 +91,7 @@ pub(crate) fn stage_shape(
                 direct(&loops, &covers, index, &dims, Storage::Direct)
             }
             Source::Copy { dims, .. } => {
+                let dims: Vec<i64> = dims.iter().map(known).collect();
                 scratch += dims.iter().product::<i64>() as f64;
                 direct(&loops, &covers, index, &dims, Storage::Copy)
             }
