@@ -131,6 +131,12 @@ pub(crate) fn lower_stage(
         .collect();
     axes.sort_unstable();
     axes.dedup();
+    if axes.is_empty() {
+        // Tiles of one element along those axes never overhang: always in place.
+        let (nest, filled) = lower(true, "d", scratch);
+        out.extend(nest);
+        return (out, filled);
+    }
     let (direct, direct_filled) = lower(true, "d", scratch);
     let (packed, packed_filled) = lower(false, "", scratch);
     out.push(Stmt::If {
