@@ -49,6 +49,7 @@ use autotune_lang::ir::{Expr, Operator, TensorRef};
 use super::dims::Dims;
 use super::naive::Lowerer;
 use super::names::buffer_name;
+use super::scratch_elems;
 use crate::loopnest::{IExpr, Scratch, Stmt};
 use crate::space::StagePlan;
 use geometry::{product, Tiling};
@@ -154,13 +155,6 @@ pub(crate) fn lower_stage(
         otherwise: packed,
     });
     (out, direct_filled.min(packed_filled))
-}
-
-/// The elements of the buffers.
-fn scratch_elems(buffers: &[Scratch]) -> IExpr {
-    buffers
-        .iter()
-        .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()))
 }
 
 /// A load site of a tiled stage: the stage's own or its fused consumer's.
