@@ -264,6 +264,15 @@ pub struct Scratch {
     pub elems: IExpr,
 }
 
+impl Scratch {
+    /// The elements of all the buffers.
+    pub fn total(buffers: &[Scratch]) -> IExpr {
+        buffers
+            .iter()
+            .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()))
+    }
+}
+
 /// One C function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {

@@ -73,7 +73,7 @@ pub fn lower(
         })
         .collect();
     // The stages' buffers, and below what each tiled stage's copies fill.
-    let mut setup = scratch_elems(&scratch);
+    let mut setup = Scratch::total(&scratch);
     let mut body = Vec::new();
     for (s, stage) in op.stages.iter().enumerate() {
         let name = op.tensor_name(TensorRef::Stage(s));
@@ -126,13 +126,6 @@ pub fn lower(
         setup,
         body,
     }
-}
-
-/// The elements of the buffers.
-fn scratch_elems(buffers: &[Scratch]) -> IExpr {
-    buffers
-        .iter()
-        .fold(IExpr::Const(0), |acc, b| acc.plus(b.elems.clone()))
 }
 
 /// The iterations of every stage's loops (spatial and reduction) at the

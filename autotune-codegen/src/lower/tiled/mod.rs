@@ -49,7 +49,6 @@ use autotune_lang::ir::{Expr, Operator, TensorRef};
 use super::dims::Dims;
 use super::naive::Lowerer;
 use super::names::buffer_name;
-use super::scratch_elems;
 use crate::loopnest::{IExpr, Scratch, Stmt};
 use crate::space::StagePlan;
 use geometry::{product, Tiling};
@@ -97,7 +96,7 @@ pub(crate) fn lower_stage(
         };
         let before = scratch.len();
         let nest = tiled_nest(&operands, plan, reduction, consumer, tag, scratch);
-        let filled = scratch_elems(&scratch[before..]);
+        let filled = Scratch::total(&scratch[before..]);
         (nest, filled)
     };
     if t.known() {
