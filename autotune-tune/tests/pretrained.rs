@@ -4,7 +4,7 @@
 
 use autotune_codegen::GENERATOR_VERSION;
 use autotune_tune::features::FEATURES_VERSION;
-use autotune_tune::model::{CostModel, Matrix, Objective};
+use autotune_tune::model::{CostModel, Matrix};
 use autotune_tune::pretrained::{Pretrained, PretrainedError, TrainedOn};
 
 mod common;
@@ -119,6 +119,7 @@ fn a_model_trained_on_a_history_ranks_its_trials() {
         use autotune_codegen::Space;
         use autotune_tune::features::{FeatureSet, Featurizer};
         use autotune_tune::history::{History, Past};
+        use autotune_tune::model::Objective;
         use rand::{Rng, SeedableRng};
         let mut workloads = Vec::new();
         for (m, n, k) in [(32, 32, 32), (48, 16, 64)] {
