@@ -130,3 +130,42 @@ fn missing_file() {
         "{err}"
     );
 }
+
+/// A bucket is a schedule of the generic kernel, dispatched on its ranges
+/// before any nearest anchor; it has no kernel of its own, while an exact
+/// shape inside it keeps one.
+#[test]
+fn buckets_dispatch_on_their_ranges() {
+    let ops = ops_from(
+        r#"
+        #[tensor_op(
+            specialize(M = 1..=4096, N = 1024, K = 1024),
+            specialize(M = 512, N = 1024, K = 1024),
+            specialize(M = 8..16, N = 2..=3, K = 5)
+        )]
+        pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }
+        "#,
+    )
+    .unwrap();
+    let op = &ops[0].op;
+    assert_eq!(op.specializations[0].values, vec![64, 1024, 1024]);
+    assert_eq!(op.specializations[2].values, vec![11, 5, 2]);
+    let c = operator_c(&pkg(), op);
+    for line in [
+        "if (best__ < 0 && 1 <= M && M <= 4096 && K == 1024 && N == 1024) best__ = 0;",
+        "if (best__ < 0 && 8 <= M && M <= 15 && K == 5 && 2 <= N && N <= 3) best__ = 1;",
+    ] {
+        assert!(c.contains(line), "missing `{line}`");
+    }
+    let kernels: Vec<&str> = c
+        .lines()
+        .filter_map(|l| l.strip_prefix("int32_t "))
+        .filter_map(|l| l.split('(').next())
+        .filter(|s| s.contains("_matmul_") && !s.contains("__"))
+        .collect();
+    assert_eq!(kernels.len(), 2, "{kernels:?}");
+    assert!(kernels[0].ends_with("_M512_K1024_N1024"), "{kernels:?}");
+    assert!(kernels[1].ends_with("_generic"), "{kernels:?}");
+}

@@ -116,17 +116,21 @@ pub struct Bucket {
     /// The elements of the buffers it fills per call.
     pub setup: IExpr,
     pub kernel: String,
+    /// A declared bucket's range of each input size variable (C name, bounds):
+    /// calls inside it run this kernel, before any nearest anchor is weighed.
+    pub range: Option<Vec<(String, i64, i64)>>,
 }
 
 /// Calls with fewer iterations than this run the default schedule without
 /// weighing the tiled kernels (whose packs cost more than such a call).
 pub const SMALL_CALL: i64 = 512;
 
-/// The generic kernel `symbol`, with `naive`'s signature: the bucket whose
-/// anchor is nearest the call's sizes (in half-octaves, summed over the
-/// variables; the first on a tie), unless the call is small, its buffers
-/// (`setup`) outweigh the call's `work`, or the CPU is below `min_isa` (the
-/// level the buckets are compiled for): then `naive`.
+/// The generic kernel `symbol`, with `naive`'s signature: the first bucket
+/// whose range holds the call's sizes, else the one whose anchor is nearest
+/// them (in half-octaves, summed over the variables; the first on a tie),
+/// unless the call is small, its buffers (`setup`) outweigh the call's
+/// `work`, or the CPU is below `min_isa` (the level the buckets are compiled
+/// for): then `naive`.
 pub fn generic_dispatcher(
     naive: &Kernel,
     symbol: &str,
@@ -159,10 +163,27 @@ pub fn generic_dispatcher(
         .first()
         .map(|b| b.anchor.iter().map(|(v, _)| v.as_str()).collect())
         .unwrap_or_default();
-    for v in &vars {
-        let _ = writeln!(s, "  const int64_t h__{v} = {symbol}__half_octave({v});");
+    s.push_str("  int32_t best__ = -1;\n");
+    for (i, b) in buckets.iter().enumerate() {
+        let Some(range) = &b.range else { continue };
+        let conds: Vec<String> = range
+            .iter()
+            .map(|(v, lo, hi)| match lo == hi {
+                true => format!("{v} == {lo}"),
+                false => format!("{lo} <= {v} && {v} <= {hi}"),
+            })
+            .collect();
+        let cond = if conds.is_empty() {
+            "1".to_string()
+        } else {
+            conds.join(" && ")
+        };
+        let _ = writeln!(s, "  if (best__ < 0 && {cond}) best__ = {i};");
     }
-    s.push_str("  int32_t best__ = 0;\n  int64_t dist__ = INT64_MAX;\n");
+    s.push_str("  if (best__ < 0) {\n    int64_t dist__ = INT64_MAX;\n");
+    for v in &vars {
+        let _ = writeln!(s, "    const int64_t h__{v} = {symbol}__half_octave({v});");
+    }
     for (i, b) in buckets.iter().enumerate() {
         let terms: Vec<String> = b
             .anchor
@@ -174,9 +195,9 @@ pub fn generic_dispatcher(
         } else {
             terms.join(" + ")
         };
-        let _ = writeln!(s, "  if ({d} < dist__) {{ dist__ = {d}; best__ = {i}; }}");
+        let _ = writeln!(s, "    if ({d} < dist__) {{ dist__ = {d}; best__ = {i}; }}");
     }
-    s.push_str("  switch (best__) {\n");
+    s.push_str("  }\n  switch (best__) {\n");
     for (i, b) in buckets.iter().enumerate() {
         let _ = writeln!(
             s,

@@ -27,6 +27,7 @@ pub mod target;
 mod text;
 pub mod workload;
 
+use autotune_lang::ir::{Bucket, Specialization};
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
@@ -71,34 +72,54 @@ impl From<Option<Config>> for Choice {
 /// A schedule of an operator's generic kernel: `config`, a point of the
 /// operator's space at the shapes `anchor` (those it was tuned at), lowered
 /// for symbolic shapes. A generic kernel may carry several (shape buckets):
-/// a call runs the one whose anchor is nearest its shapes. Without any it runs
-/// the default schedule, as the reference always does.
+/// a call runs the first whose declared `bucket` holds its shapes, else the
+/// one whose anchor is nearest them. Without any it runs the default
+/// schedule, as the reference always does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenericSchedule {
     pub anchor: Vec<i64>,
     pub config: Config,
+    pub bucket: Option<Bucket>,
 }
 
 impl GenericSchedule {
     /// The schedules a build gives `op`'s generic kernel: the config chosen
-    /// for each specialisation (in `choices`, `None` meaning the space's
-    /// default) at its shapes, largest (by flops) first, a config that repeats
-    /// one already listed left out; without specialisations, the space's
-    /// default config at nominal shapes (every input size 64, else the largest
-    /// power of two down to 8 that makes every size positive).
+    /// for each declared bucket, in their order; then the config chosen for
+    /// each exact specialisation at its shapes, largest (by flops) first, a
+    /// config that repeats one already listed left out (`choices` by
+    /// specialisation, `None` meaning the space's default); without any, the
+    /// space's default config at nominal shapes (every input size 64, else
+    /// the largest power of two down to 8 that makes every size positive).
     pub fn for_operator(op: &Operator, choices: &[Choice]) -> Vec<GenericSchedule> {
-        let mut specs: Vec<usize> = (0..op.specializations.len()).collect();
-        let flops = |i: usize| op.flops(&op.specializations[i].values);
-        specs.sort_by(|a, b| flops(*b).total_cmp(&flops(*a)).then(a.cmp(b)));
-        let mut out: Vec<GenericSchedule> = Vec::new();
-        for i in specs {
-            let anchor = op.specializations[i].values.clone();
-            let config = choices
+        let specs = &op.specializations;
+        let config = |i: usize| {
+            let anchor = &specs[i].values;
+            choices
                 .get(i)
                 .and_then(|c| c.config.clone())
-                .unwrap_or_else(|| Space::new(op, &anchor).default_config(op, &anchor));
+                .unwrap_or_else(|| Space::new(op, anchor).default_config(op, anchor))
+        };
+        let mut out: Vec<GenericSchedule> = (0..specs.len())
+            .filter(|&i| specs[i].bucket.is_some())
+            .map(|i| GenericSchedule {
+                anchor: specs[i].values.clone(),
+                config: config(i),
+                bucket: specs[i].bucket.clone(),
+            })
+            .collect();
+        let mut exact: Vec<usize> = (0..specs.len())
+            .filter(|&i| specs[i].bucket.is_none())
+            .collect();
+        let flops = |i: usize| op.flops(&specs[i].values);
+        exact.sort_by(|a, b| flops(*b).total_cmp(&flops(*a)).then(a.cmp(b)));
+        for i in exact {
+            let config = config(i);
             if !out.iter().any(|g| g.config == config) {
-                out.push(GenericSchedule { anchor, config });
+                out.push(GenericSchedule {
+                    anchor: specs[i].values.clone(),
+                    config,
+                    bucket: None,
+                });
             }
         }
         if out.is_empty() {
@@ -109,7 +130,11 @@ impl GenericSchedule {
             });
             if let Some(anchor) = nominal {
                 let config = Space::new(op, &anchor).default_config(op, &anchor);
-                out.push(GenericSchedule { anchor, config });
+                out.push(GenericSchedule {
+                    anchor,
+                    config,
+                    bucket: None,
+                });
             }
         }
         out
@@ -165,10 +190,23 @@ pub fn generic_c(
             .input_shape_vars()
             .map(|(v, var)| (lower::c_ident(&var.name), g.anchor[v]))
             .collect();
+        let range = g.bucket.as_ref().map(|_| {
+            let spec = Specialization {
+                values: g.anchor.clone(),
+                bucket: g.bucket.clone(),
+            };
+            op.input_shape_vars()
+                .map(|(v, var)| {
+                    let (lo, hi) = spec.range(v);
+                    (lower::c_ident(&var.name), lo, hi)
+                })
+                .collect()
+        });
         buckets.push(emit::Bucket {
             anchor,
             setup: tiled.setup.clone(),
             kernel: tiled.symbol,
+            range,
         });
     }
     c.push_str(&emit::kernel_c(&naive, isas));
@@ -295,9 +333,12 @@ pub fn operator_c(
 ) -> Result<String, CodegenError> {
     let runtime = mangle::runtime_prefix(pkg);
     let mut c = emit::file_header(&format!("operator `{}`", op.name), op.dtype, &runtime);
-    for i in 0..op.specializations.len() {
-        let choice = choices.get(i).cloned().unwrap_or_default();
-        c.push_str(&specialisation_c(pkg, op, i, &choice, isas)?);
+    // A bucket has no kernel of its own: it is a schedule of the generic one.
+    for (i, spec) in op.specializations.iter().enumerate() {
+        if spec.bucket.is_none() {
+            let choice = choices.get(i).cloned().unwrap_or_default();
+            c.push_str(&specialisation_c(pkg, op, i, &choice, isas)?);
+        }
     }
     c.push_str(&generic_c(
         op,

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use autotune_lang::ir::Extent;
+use autotune_lang::ir::{Bucket, Extent, ShapeRange};
 use autotune_lang::mangle::{self, Variant};
 use autotune_lang::Operator;
 
@@ -16,8 +16,14 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The shapes it is measured at: a bucket's anchor.
     pub fn shapes(&self) -> &[i64] {
         &self.op.specializations[self.spec].values
+    }
+
+    /// The range of shapes it serves, if it is a bucket.
+    pub fn bucket(&self) -> Option<&Bucket> {
+        self.op.specializations[self.spec].bucket.as_ref()
     }
 
     /// Floating-point operations of one call.
@@ -36,7 +42,8 @@ impl Workload {
         )
     }
 
-    /// Readable name, e.g. `matmul[M1024 K1024 N1024]`.
+    /// Readable name, e.g. `matmul[M1024 K1024 N1024]`, or for a bucket
+    /// `matmul[M1..=4096 K1024 N1024]`.
     pub fn key(&self) -> String {
         format!(
             "{}[{}]",
@@ -53,18 +60,22 @@ impl Workload {
             op: self.op.name.clone(),
             fingerprint: mangle::fingerprint(&op),
             shapes: self.shapes().to_vec(),
+            bucket: self.bucket().cloned(),
         }
     }
 }
 
 /// Exact identity of a workload: the operator's name, the fingerprint of its IR
 /// (without its list of specialisations, so adding a shape keeps the others'
-/// ids) and the shape values. Written `matmul:cfd6a1cf9a3aa21e:1024,1024,1024`.
+/// ids), the shape values and a bucket's ranges. Written
+/// `matmul:cfd6a1cf9a3aa21e:1024,1024,1024`; a bucket adds its ranges by shape
+/// variable: `matmul:cfd6a1cf9a3aa21e:64,1024,1024:0=1..=4096`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WorkloadId {
     pub op: String,
     pub fingerprint: u64,
     pub shapes: Vec<i64>,
+    pub bucket: Option<Bucket>,
 }
 
 impl fmt::Display for WorkloadId {
@@ -75,6 +86,12 @@ impl fmt::Display for WorkloadId {
                 f.write_str(",")?;
             }
             write!(f, "{v}")?;
+        }
+        if let Some(b) = &self.bucket {
+            for (i, r) in b.ranges.iter().enumerate() {
+                let sep = if i == 0 { ':' } else { ',' };
+                write!(f, "{sep}{}={}..={}", r.var, r.lo, r.hi)?;
+            }
         }
         Ok(())
     }
@@ -90,9 +107,27 @@ impl FromStr for WorkloadId {
 
     fn from_str(s: &str) -> Result<WorkloadId, BadWorkloadId> {
         let bad = || BadWorkloadId(s.to_string());
-        let mut parts = s.splitn(3, ':');
+        let mut parts = s.splitn(4, ':');
         let (Some(op), Some(fp), Some(shapes)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad());
+        };
+        let bucket = match parts.next() {
+            None => None,
+            Some(ranges) => Some(Bucket {
+                ranges: ranges
+                    .split(',')
+                    .map(|r| {
+                        let (var, range) = r.split_once('=')?;
+                        let (lo, hi) = range.split_once("..=")?;
+                        Some(ShapeRange {
+                            var: var.parse().ok()?,
+                            lo: lo.parse().ok()?,
+                            hi: hi.parse().ok()?,
+                        })
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(bad)?,
+            }),
         };
         if op.is_empty() || fp.len() != 16 {
             return Err(bad());
@@ -110,6 +145,7 @@ impl FromStr for WorkloadId {
             op: op.to_string(),
             fingerprint,
             shapes,
+            bucket,
         })
     }
 }
@@ -125,6 +161,8 @@ mod tests {
         for text in [
             "matmul:cfd6a1cf9a3aa21e:1024,1024,1024",
             "pool:0000000000000001:",
+            "matmul:cfd6a1cf9a3aa21e:64,1024,1024:0=1..=4096",
+            "matmul:cfd6a1cf9a3aa21e:64,32,1024:0=1..=4096,1=2..=512",
         ] {
             let id: WorkloadId = text.parse().unwrap();
             assert_eq!(id.to_string(), text);
@@ -134,6 +172,8 @@ mod tests {
             "matmul:12:1",
             "matmul:cfd6a1cf9a3aa21e:x",
             ":cfd6a1cf9a3aa21e:1",
+            "matmul:cfd6a1cf9a3aa21e:1:0=1..4",
+            "matmul:cfd6a1cf9a3aa21e:1:",
         ] {
             assert!(bad.parse::<WorkloadId>().is_err(), "{bad}");
         }

@@ -358,11 +358,60 @@ impl Expr {
     }
 }
 
-/// One build-time shape: a value for every input shape variable.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One build-time shape: a value for every input shape variable; or, with a
+/// [`Bucket`], a range of shapes that one tuned kernel serves, with `values`
+/// its anchor (the shapes it is tuned at).
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Specialization {
     /// Values of all shape variables (inputs and derived), by [`ShapeVarId`].
     pub values: Vec<i64>,
+    pub bucket: Option<Bucket>,
+}
+
+impl Specialization {
+    /// One shape.
+    pub fn exact(values: Vec<i64>) -> Specialization {
+        Specialization {
+            values,
+            bucket: None,
+        }
+    }
+
+    /// The size range of input shape variable `v`: its value where exact.
+    pub fn range(&self, v: ShapeVarId) -> (i64, i64) {
+        self.bucket
+            .as_ref()
+            .and_then(|b| b.ranges.iter().find(|r| r.var == v))
+            .map_or((self.values[v], self.values[v]), |r| (r.lo, r.hi))
+    }
+}
+
+// `Debug` feeds the IR fingerprint (kernel symbols): without a bucket it
+// prints as it did before buckets existed, so existing kernels keep their names.
+impl fmt::Debug for Specialization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Specialization");
+        d.field("values", &self.values);
+        if let Some(b) = &self.bucket {
+            d.field("bucket", b);
+        }
+        d.finish()
+    }
+}
+
+/// `specialize(M = 1..=4096, N = 1024)`: the input shape variables given as
+/// ranges (inclusive bounds, `lo >= 1`); the others are the exact values of
+/// the specialisation.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bucket {
+    pub ranges: Vec<ShapeRange>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ShapeRange {
+    pub var: ShapeVarId,
+    pub lo: i64,
+    pub hi: i64,
 }
 
 /// A parsed and checked `#[tensor_op]`.

@@ -62,14 +62,18 @@ pub fn fingerprint(op: &Operator) -> u64 {
         })
 }
 
-/// `M1024_N1024_K1024` for a specialisation, `generic` otherwise.
+/// `M1024_N1024_K1024` for a specialisation (`M1..=4096_N1024_K1024` for a
+/// bucket), `generic` otherwise.
 pub fn variant_name(op: &Operator, variant: Variant) -> String {
     match variant {
         Variant::Generic => "generic".to_string(),
         Variant::Specialized(i) => {
-            let values = &op.specializations[i].values;
+            let spec = &op.specializations[i];
             op.input_shape_vars()
-                .map(|(v, var)| format!("{}{}", var.name, values[v]))
+                .map(|(v, var)| match spec.range(v) {
+                    (lo, hi) if lo == hi => format!("{}{lo}", var.name),
+                    (lo, hi) => format!("{}{lo}..={hi}", var.name),
+                })
                 .collect::<Vec<_>>()
                 .join("_")
         }

@@ -856,9 +856,10 @@ fn specializations(
         .input_shape_vars()
         .map(|(_, v)| v.name.as_str())
         .collect();
-    let mut out: Vec<Specialization> = Vec::new();
+    let mut out: Vec<(Span, Specialization)> = Vec::new();
     for (span, values) in lists {
         let mut given: Vec<(ShapeVarId, i64)> = Vec::new();
+        let mut ranges: Vec<ShapeRange> = Vec::new();
         for (name, value) in values {
             let v = match names.get(&name.to_string()) {
                 Some(v) => *v,
@@ -877,31 +878,27 @@ fn specializations(
                     free.join(", ")
                 )));
             }
-            let x = match value {
-                SynExpr::Lit(l) => match &l.lit {
-                    Lit::Int(i) => i.base10_parse::<i64>()?,
-                    _ => {
-                        return Err(
-                            value.err("non-constant specialisation: a size is an integer literal")
-                        )
-                    }
-                },
-                _ => {
-                    return Err(value.err(format!(
-                        "non-constant specialisation: `{name}` must be an integer literal"
-                    )))
-                }
-            };
             if given.iter().any(|(g, _)| *g == v) {
                 return Err(name.err(format!("`{name}` is specialised twice")));
             }
-            if x == 0 {
+            let (lo, hi) = size_or_range(name, value)?;
+            if lo == 0 {
                 return Err(value.err(format!(
                     "`{name} = 0`: a specialised size must be at least 1 (a call with an empty \
                      tensor runs the generic kernel)"
                 )));
             }
-            given.push((v, x));
+            if hi < lo {
+                return Err(value.err(format!(
+                    "`{name}`: the range {lo}..={hi} is empty (a bucket's range is `LO..=HI` \
+                     with LO <= HI)"
+                )));
+            }
+            if lo < hi {
+                ranges.push(ShapeRange { var: v, lo, hi });
+            }
+            // A bucket is tuned at its anchor: the geometric centre of each range.
+            given.push((v, anchor_size(lo, hi)));
         }
         let missing: Vec<&str> = op
             .input_shape_vars()
@@ -917,67 +914,191 @@ fn specializations(
                 ),
             ));
         }
-        let values = op.resolve_shapes(&given).ok_or_else(|| {
-            syn::Error::new(
-                *span,
-                "this specialisation makes a derived shape negative or overflow",
-            )
-        })?;
-        if let Some(v) = (0..values.len()).find(|&v| values[v] == 0) {
-            return Err(syn::Error::new(
-                *span,
-                format!(
-                    "this specialisation makes the derived shape `{}` zero",
-                    op.shape_vars[v].name
-                ),
-            ));
-        }
-        for t in op.tensors() {
-            if op.tensor_bytes(t, &values).is_none() {
-                let dims: Vec<String> = op
-                    .tensor_dims(t)
-                    .iter()
-                    .map(|d| d.value(&values).to_string())
-                    .collect();
-                return Err(syn::Error::new(
-                    *span,
-                    format!(
-                        "this specialisation gives `{}` {} elements ({}): more than a kernel \
-                         can index (its byte count must fit in an i64)",
-                        op.tensor_name(t),
-                        dims.join("·"),
-                        op.dtype
-                    ),
-                ));
+        let what = if ranges.is_empty() {
+            "this specialisation"
+        } else {
+            "this bucket's anchor"
+        };
+        let values = check_shapes(op, *span, &given, what)?;
+        // A bucket's derived shapes and tensor sizes must hold over its whole
+        // range: checked at every corner (derived shapes are affine in the inputs).
+        for corner in 0..(1u32 << ranges.len()) {
+            let mut at = given.clone();
+            for (i, r) in ranges.iter().enumerate() {
+                let x = if corner & (1 << i) == 0 { r.lo } else { r.hi };
+                at.iter_mut().find(|(g, _)| *g == r.var).expect("given").1 = x;
             }
-        }
-        if let Some(t) = op.read_too_large(&values) {
-            return Err(syn::Error::new(
+            let shown: Vec<String> = ranges
+                .iter()
+                .map(|r| {
+                    let x = at.iter().find(|(g, _)| *g == r.var).expect("given").1;
+                    format!("{} = {x}", op.shape_vars[r.var].name)
+                })
+                .collect();
+            check_sizes(
+                op,
                 *span,
-                format!(
-                    "at this specialisation a read of `{}` spans more elements than a kernel can \
-                     index (its index range's byte size must fit in an i64)",
-                    op.tensor_name(t)
-                ),
-            ));
+                &at,
+                &format!("at {} this bucket", shown.join(", ")),
+            )?;
         }
-        if let Some((b, lo, hi, size)) = op.read_out_of_bounds(&values) {
-            return Err(syn::Error::new(
-                *span,
-                format!(
-                    "at this specialisation `{}` dimension {} is read at {lo}..={hi}, but has \
-                     size {size}: every call would be refused (pad the read with \
-                     `.pad(value)`, or fix the shapes)",
-                    op.tensor_name(b.tensor),
-                    b.dim
-                ),
-            ));
-        }
-        let spec = Specialization { values };
-        if out.contains(&spec) {
+        let spec = Specialization {
+            values,
+            bucket: (!ranges.is_empty()).then_some(Bucket { ranges }),
+        };
+        if out.iter().any(|(_, s)| *s == spec) {
             return Err(syn::Error::new(*span, "duplicate specialisation"));
         }
-        out.push(spec);
+        // An exact shape inside a bucket is fine (the exact kernel wins); two
+        // buckets must not share a shape.
+        let buckets = out.iter().filter(|(_, s)| s.bucket.is_some());
+        if let Some((_, other)) = buckets
+            .filter(|_| spec.bucket.is_some())
+            .find(|(_, s)| overlap(op, s, &spec))
+        {
+            return Err(syn::Error::new(
+                *span,
+                format!(
+                    "this bucket overlaps the bucket `{}`: a call must find one kernel",
+                    bucket_text(op, other)
+                ),
+            ));
+        }
+        out.push((*span, spec));
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(_, s)| s).collect())
+}
+
+/// `64` or `LO..=HI` / `LO..HI` (integer literals) as an inclusive range.
+fn size_or_range(name: &Ident, value: &SynExpr) -> Result<(i64, i64)> {
+    let int = |e: &SynExpr| -> Result<i64> {
+        match e {
+            SynExpr::Lit(syn::ExprLit {
+                lit: Lit::Int(i), ..
+            }) => i.base10_parse::<i64>(),
+            _ => Err(e.err(format!(
+                "non-constant specialisation: `{name}` must be an integer literal or a range \
+                 `LO..=HI` of them"
+            ))),
+        }
+    };
+    match value {
+        SynExpr::Range(r) => {
+            let (Some(lo), Some(hi)) = (&r.start, &r.end) else {
+                return Err(value.err(format!(
+                    "`{name}`: a bucket's range needs both bounds (`LO..=HI`)"
+                )));
+            };
+            let (lo, hi) = (int(lo)?, int(hi)?);
+            match r.limits {
+                RangeLimits::Closed(_) => Ok((lo, hi)),
+                RangeLimits::HalfOpen(_) => Ok((lo, hi - 1)),
+            }
+        }
+        _ => int(value).map(|x| (x, x)),
+    }
+}
+
+/// The geometric centre of `lo..=hi`, rounded to the nearest integer.
+fn anchor_size(lo: i64, hi: i64) -> i64 {
+    ((lo as f64 * hi as f64).sqrt().round() as i64).clamp(lo, hi)
+}
+
+/// Whether two specialisations share a shape.
+fn overlap(op: &Operator, a: &Specialization, b: &Specialization) -> bool {
+    op.input_shape_vars().all(|(v, _)| {
+        let (a, b) = (a.range(v), b.range(v));
+        a.0 <= b.1 && b.0 <= a.1
+    })
+}
+
+/// `M = 1..=4096, N = 1024` for messages.
+fn bucket_text(op: &Operator, s: &Specialization) -> String {
+    op.input_shape_vars()
+        .map(|(v, var)| match s.range(v) {
+            (lo, hi) if lo == hi => format!("{} = {lo}", var.name),
+            (lo, hi) => format!("{} = {lo}..={hi}", var.name),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The values of every shape variable at the input sizes `given`, checked
+/// as [`check_sizes`] does, and no read out of bounds (`what` names them in
+/// errors).
+fn check_shapes(
+    op: &Operator,
+    span: Span,
+    given: &[(ShapeVarId, i64)],
+    what: &str,
+) -> Result<Vec<i64>> {
+    let values = check_sizes(op, span, given, what)?;
+    if let Some(t) = op.read_too_large(&values) {
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "at {what} a read of `{}` spans more elements than a kernel can \
+                 index (its index range's byte size must fit in an i64)",
+                op.tensor_name(t)
+            ),
+        ));
+    }
+    if let Some((b, lo, hi, size)) = op.read_out_of_bounds(&values) {
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "at {what} `{}` dimension {} is read at {lo}..={hi}, but has \
+                 size {size}: every call would be refused (pad the read with \
+                 `.pad(value)`, or fix the shapes)",
+                op.tensor_name(b.tensor),
+                b.dim
+            ),
+        ));
+    }
+    Ok(values)
+}
+
+/// The values of every shape variable at the input sizes `given`: derived
+/// shapes positive, every tensor's byte count an i64.
+fn check_sizes(
+    op: &Operator,
+    span: Span,
+    given: &[(ShapeVarId, i64)],
+    what: &str,
+) -> Result<Vec<i64>> {
+    let values = op.resolve_shapes(given).ok_or_else(|| {
+        syn::Error::new(
+            span,
+            format!("{what} makes a derived shape negative or overflow"),
+        )
+    })?;
+    if let Some(v) = (0..values.len()).find(|&v| values[v] == 0) {
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "{what} makes the derived shape `{}` zero",
+                op.shape_vars[v].name
+            ),
+        ));
+    }
+    for t in op.tensors() {
+        if op.tensor_bytes(t, &values).is_none() {
+            let dims: Vec<String> = op
+                .tensor_dims(t)
+                .iter()
+                .map(|d| d.value(&values).to_string())
+                .collect();
+            return Err(syn::Error::new(
+                span,
+                format!(
+                    "{what} gives `{}` {} elements ({}): more than a kernel \
+                     can index (its byte count must fit in an i64)",
+                    op.tensor_name(t),
+                    dims.join("·"),
+                    op.dtype
+                ),
+            ));
+        }
+    }
+    Ok(values)
 }

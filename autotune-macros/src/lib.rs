@@ -370,7 +370,11 @@ fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
 
     let mut decls = Tokens::new();
     let mut arms = Tokens::new();
+    // A bucket is a schedule of the generic kernel, which dispatches on it.
     for (i, spec) in op.specializations.iter().enumerate() {
+        if spec.bucket.is_some() {
+            continue;
+        }
         let sym = mangle::kernel_symbol(pkg, op, Variant::Specialized(i));
         let f = format_ident!("__kernel_{}", i);
         decls.extend(quote! {

@@ -133,7 +133,7 @@ impl History {
             .map(|op| {
                 let w = Workload {
                     op: Operator {
-                        specializations: vec![Specialization { values: Vec::new() }],
+                        specializations: vec![Specialization::exact(Vec::new())],
                         ..op.clone()
                     },
                     spec: 0,
@@ -154,6 +154,7 @@ impl History {
                 op: Operator {
                     specializations: vec![Specialization {
                         values: id.shapes.clone(),
+                        bucket: id.bucket.clone(),
                     }],
                     ..(*op).clone()
                 },

@@ -57,7 +57,7 @@ fn with_random_shape(op: &Operator, rng: &mut StdRng) -> Option<Operator> {
         if let Some(values) = op.resolve_shapes(&given) {
             if values.iter().all(|v| *v > 0) && reads_stay_inside(op, &values) {
                 let mut op = op.clone();
-                op.specializations.push(Specialization { values });
+                op.specializations.push(Specialization::exact(values));
                 return Some(op);
             }
         }
@@ -79,7 +79,7 @@ fn with_shape_from(op: &Operator, sizes: &[i64], rng: &mut StdRng) -> Option<Ope
         };
         if values.iter().all(|v| *v >= 0) && reads_stay_inside(op, &values) {
             let mut op = op.clone();
-            op.specializations.push(Specialization { values });
+            op.specializations.push(Specialization::exact(values));
             return Some(op);
         }
     }
@@ -142,6 +142,7 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
                 let g = autotune_codegen::GenericSchedule {
                     anchor: anchor.clone(),
                     config: config.clone(),
+                    bucket: None,
                 };
                 let c = autotune_codegen::generic_c(
                     &op,

@@ -386,7 +386,7 @@ fn at_shape(mut op: autotune_lang::Operator, text: &str) -> Result<Workload> {
         )
     })?;
     op.specializations
-        .push(autotune_lang::ir::Specialization { values });
+        .push(autotune_lang::ir::Specialization::exact(values));
     let spec = op.specializations.len() - 1;
     Ok(Workload { op, spec })
 }

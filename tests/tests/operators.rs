@@ -28,6 +28,32 @@ fn matmul() {
 }
 
 #[test]
+fn matmul_in_and_out_of_its_buckets() {
+    for (m, n, k) in [
+        // In the buckets: their bounds and inside.
+        (1, 48, 32),
+        (8, 48, 32),
+        (63, 48, 32),
+        (64, 48, 32),
+        (65, 17, 127),
+        (140, 26, 127),
+        (299, 40, 127),
+        // Outside them: one past a bound, another exact size, empty.
+        (65, 48, 32),
+        (300, 40, 127),
+        (140, 41, 127),
+        (8, 48, 33),
+        (0, 48, 32),
+    ] {
+        let a = random::<f32, 2>([m, k], 1);
+        let b = random::<f32, 2>([k, n], 2);
+        check(&format!("matmul_buckets {m}x{n}x{k}"), |imp, out| {
+            ops::__autotune_matmul_buckets(imp, a.view(), b.view(), out)
+        });
+    }
+}
+
+#[test]
 fn matmul_reference_is_a_matrix_product() {
     let (m, n, k) = (5, 7, 3);
     let a = random::<f32, 2>([m, k], 3);

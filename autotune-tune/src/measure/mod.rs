@@ -29,7 +29,7 @@ pub use driver::call_at_shapes;
 
 use autotune_codegen::emit::file_header;
 use autotune_codegen::runtime::{runtime_c, RUNTIME_C};
-use autotune_codegen::{generic_c, kernel_c, Config, GenericSchedule, Isa, Workload};
+use autotune_codegen::{generic_c, kernel_c, CodegenError, Config, GenericSchedule, Isa, Workload};
 use autotune_lang::analysis::positive_inputs;
 use autotune_lang::ir::DType;
 use autotune_lang::mangle::Variant;
@@ -192,6 +192,15 @@ impl Harness {
         for (i, c) in candidates.iter().enumerate() {
             let name = format!("cand{i}");
             let source = match c {
+                // A bucket ships as a schedule of the generic kernel: time that.
+                Candidate::Config(c) if w.bucket().is_some() => self.generic(
+                    &name,
+                    &[GenericSchedule {
+                        anchor: w.shapes().to_vec(),
+                        config: c.clone(),
+                        bucket: w.bucket().cloned(),
+                    }],
+                ),
                 Candidate::Config(c) => kernel_c(
                     &w.op,
                     Variant::Specialized(w.spec),
@@ -200,14 +209,7 @@ impl Harness {
                     name.clone(),
                     RUNTIME_PREFIX.to_string(),
                 ),
-                Candidate::Generic(g) => generic_c(
-                    &w.op,
-                    g,
-                    &[self.isa],
-                    format!("{name}__generic"),
-                    RUNTIME_PREFIX.to_string(),
-                )
-                .map(|c| c + &call_at_shapes(w, &name, &format!("{name}__generic"))),
+                Candidate::Generic(g) => self.generic(&name, g),
                 #[cfg(feature = "testing")]
                 Candidate::Source(src) => Ok(src.replace("CANDIDATE", &name)),
             };
@@ -247,6 +249,21 @@ impl Harness {
             failed,
             reference: self.reference.clone(),
         })
+    }
+
+    /// The generic kernel with `schedules`, and `name`: a call of it at the
+    /// workload's shapes.
+    fn generic(&self, name: &str, schedules: &[GenericSchedule]) -> Result<String, CodegenError> {
+        let w = &self.workload;
+        let generic = format!("{name}__generic");
+        let c = generic_c(
+            &w.op,
+            schedules,
+            &[self.isa],
+            generic.clone(),
+            RUNTIME_PREFIX.to_string(),
+        )?;
+        Ok(c + &call_at_shapes(w, name, &generic))
     }
 
     /// Compiles the driver for the kernels `names` (`None`: not built) and
