@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use autotune_lang::ir::{Bucket, Extent, ShapeRange};
+use autotune_lang::ir::{geometric_mean, Bucket, Extent, ShapeRange};
 use autotune_lang::mangle::{self, Variant};
 use autotune_lang::Operator;
 
@@ -26,20 +26,83 @@ impl Workload {
         self.op.specializations[self.spec].bucket.as_ref()
     }
 
-    /// Floating-point operations of one call.
+    /// Floating-point operations of one timed run ([`Workload::sweep`]).
     pub fn flops(&self) -> f64 {
-        self.op.flops(self.shapes())
+        self.sweep()
+            .iter()
+            .map(|(shapes, reps)| f64::from(*reps) * self.op.flops(shapes))
+            .sum()
     }
 
-    /// Element counts of each input and of the output.
+    /// The calls one timed run makes, as (shapes, repeats): one call at its
+    /// shapes. A bucket is tuned over its range: a sweep of calls at its
+    /// anchor, at the top of every range and at the geometric midpoints
+    /// between the bottoms and the anchor (a shape where a read would leave its
+    /// tensor, which a wrapper refuses, left out), each repeated to about the
+    /// flops of the largest (at most [`SWEEP_REPEATS`] times), so that every
+    /// part of the range weighs alike in its time.
+    pub fn sweep(&self) -> Vec<(Vec<i64>, u32)> {
+        let spec = &self.op.specializations[self.spec];
+        let Some(bucket) = &spec.bucket else {
+            return vec![(spec.values.clone(), 1)];
+        };
+        let mut shapes: Vec<Vec<i64>> = Vec::new();
+        for pick in [
+            |r: &ShapeRange, anchor: i64| geometric_mean(r.lo, anchor),
+            |_: &ShapeRange, anchor: i64| anchor,
+            |r: &ShapeRange, _: i64| r.hi,
+        ] {
+            let given: Vec<_> = self
+                .op
+                .input_shape_vars()
+                .map(|(v, _)| {
+                    let r = bucket.ranges.iter().find(|r| r.var == v);
+                    (v, r.map_or(spec.values[v], |r| pick(r, spec.values[v])))
+                })
+                .collect();
+            let Some(values) = self.op.resolve_shapes(&given) else {
+                continue;
+            };
+            if self.op.read_out_of_bounds(&values).is_none() && !shapes.contains(&values) {
+                shapes.push(values);
+            }
+        }
+        let flops: Vec<f64> = shapes.iter().map(|s| self.op.flops(s).max(1.0)).collect();
+        let top = flops.iter().cloned().fold(1.0, f64::max);
+        shapes
+            .into_iter()
+            .zip(flops)
+            .map(|(s, f)| (s, ((top / f).round() as u32).clamp(1, SWEEP_REPEATS)))
+            .collect()
+    }
+
+    /// Element counts of each input and of the output: the largest of the
+    /// [`sweep`](Workload::sweep)'s calls.
     pub fn sizes(&self) -> (Vec<usize>, usize) {
-        let shapes = self.shapes();
-        let count =
-            |dims: &[Extent]| -> usize { dims.iter().map(|d| d.value(shapes) as usize).product() };
+        let sweep = self.sweep();
+        let count = |dims: &[Extent]| -> usize {
+            sweep
+                .iter()
+                .map(|(shapes, _)| dims.iter().map(|d| d.value(shapes) as usize).product())
+                .max()
+                .unwrap_or(0)
+        };
         (
             self.op.inputs.iter().map(|i| count(&i.dims)).collect(),
             count(&self.op.output().dims),
         )
+    }
+
+    /// Elements of the output at its [`shapes`](Workload::shapes) (where a
+    /// run is checked).
+    pub fn output_size(&self) -> usize {
+        let shapes = self.shapes();
+        self.op
+            .output()
+            .dims
+            .iter()
+            .map(|d| d.value(shapes) as usize)
+            .product()
     }
 
     /// Readable name, e.g. `matmul[M1024 K1024 N1024]`, or for a bucket
@@ -64,6 +127,9 @@ impl Workload {
         }
     }
 }
+
+/// The most times a bucket's sweep repeats one of its calls.
+pub const SWEEP_REPEATS: u32 = 256;
 
 /// Exact identity of a workload: the operator's name, the fingerprint of its IR
 /// (without its list of specialisations, so adding a shape keeps the others'

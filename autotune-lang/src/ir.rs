@@ -414,6 +414,12 @@ pub struct ShapeRange {
     pub hi: i64,
 }
 
+/// The geometric mean of `lo <= hi`, rounded, within them: a bucket's anchor
+/// is that of each range.
+pub fn geometric_mean(lo: i64, hi: i64) -> i64 {
+    ((lo as f64 * hi as f64).sqrt().round() as i64).clamp(lo, hi)
+}
+
 /// A parsed and checked `#[tensor_op]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operator {

@@ -898,7 +898,7 @@ fn specializations(
                 ranges.push(ShapeRange { var: v, lo, hi });
             }
             // A bucket is tuned at its anchor: the geometric centre of each range.
-            given.push((v, anchor_size(lo, hi)));
+            given.push((v, geometric_mean(lo, hi)));
         }
         let missing: Vec<&str> = op
             .input_shape_vars()
@@ -997,11 +997,6 @@ fn size_or_range(name: &Ident, value: &SynExpr) -> Result<(i64, i64)> {
         }
         _ => int(value).map(|x| (x, x)),
     }
-}
-
-/// The geometric centre of `lo..=hi`, rounded to the nearest integer.
-fn anchor_size(lo: i64, hi: i64) -> i64 {
-    ((lo as f64 * hi as f64).sqrt().round() as i64).clamp(lo, hi)
 }
 
 /// Whether two specialisations share a shape.

@@ -73,3 +73,46 @@ fn unwritten_and_overrun_outputs_are_wrong_results() {
         "{records:#?}"
     );
 }
+
+/// A bucket is checked at its anchor and timed over its sweep, into buffers
+/// sized for the sweep's largest call: a checked run that writes past the
+/// anchor's output is still caught, a sweep that writes the larger calls'
+/// outputs is not an overrun, and a config of the bucket (a schedule of the
+/// generic kernel) measures.
+#[test]
+fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
+    let w = common::workload(
+        "specialize(N = 1..=4096)",
+        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
+    );
+    assert_eq!(w.shapes(), &[64]);
+    assert_eq!(w.sizes(), (vec![4096], 4096));
+    let relu = |n: i64| {
+        format!("for (int i = 0; i < {n}; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0;")
+    };
+    let sweep = |name: &str, check: &str| {
+        format!(
+            "{RELU_SIG} {{ {check} }}\n{} {{ {} }}",
+            RELU_SIG.replace("CANDIDATE", &format!("{name}__sweep")),
+            relu(4096)
+        )
+    };
+    let dir = common::scratch("check-bucket");
+    let opts = common::options(&dir);
+    let space = autotune_codegen::Space::new(&w.op, w.shapes());
+    let candidates = vec![
+        Candidate::Source(sweep("CANDIDATE", &relu(64))),
+        Candidate::Source(sweep("CANDIDATE", &relu(65))),
+        Candidate::Config(space.default_config(&w.op, w.shapes())),
+    ];
+    let records = measure_candidates(&w, &candidates, &opts).unwrap();
+    let classes: Vec<Option<ErrorClass>> = records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.class))
+        .collect();
+    assert_eq!(
+        classes,
+        vec![None, Some(ErrorClass::WrongResult), None],
+        "{records:#?}"
+    );
+}

@@ -22,16 +22,26 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
          typedef int32_t (*kernel_t)({});\nvoid {prefix}_set_num_threads(int32_t);",
         params.join(", ")
     );
-    let table: Vec<&str> = names
-        .iter()
-        .map(|n| match n {
+    // What a timed run calls: the kernel, or a bucket's sweep over its range.
+    let sweep = if w.bucket().is_some() { "__sweep" } else { "" };
+    let mut table = Vec::new();
+    let mut timed = Vec::new();
+    for n in names {
+        match n {
             Some(name) => {
                 let _ = writeln!(driver, "int32_t {name}({});", params.join(", "));
-                name.as_str()
+                if !sweep.is_empty() {
+                    let _ = writeln!(driver, "int32_t {name}{sweep}({});", params.join(", "));
+                }
+                table.push(name.clone());
+                timed.push(format!("{name}{sweep}"));
             }
-            None => "0",
-        })
-        .collect();
+            None => {
+                table.push("0".to_string());
+                timed.push("0".to_string());
+            }
+        }
+    }
     let shape_params: Vec<&str> = w.shapes().iter().map(|_| "int64_t").collect();
     let _ = writeln!(
         driver,
@@ -54,15 +64,17 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let _ = writeln!(
-        driver,
-        "static kernel_t kernels[] = {{{}}};",
-        if table.is_empty() {
-            "0".to_string()
-        } else {
-            table.join(", ")
-        }
-    );
+    for (array, names) in [("kernels", &table), ("timed", &timed)] {
+        let _ = writeln!(
+            driver,
+            "static kernel_t {array}[] = {{{}}};",
+            if names.is_empty() {
+                "0".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
     let _ = writeln!(
         driver,
         "static const size_t in_sizes[] = {{{}}};",
@@ -89,7 +101,8 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .replace("ELEM", t)
             .replace("N_INPUTS", &in_sizes.len().to_string())
             .replace("N_IN", &in_sizes.len().max(1).to_string())
-            .replace("OUT_SIZE", &out_size.to_string())
+            .replace("OUT_SIZE", &w.output_size().to_string())
+            .replace("OUT_ALLOC", &out_size.to_string())
             .replace("CALL_ARGS", &args.join(", "))
             .replace("PREFIX", prefix),
     );
@@ -97,7 +110,8 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
 }
 
 /// A function `name` of the batch's kernel signature that calls the generic
-/// kernel `generic` at the shapes of `w`.
+/// kernel `generic` at the shapes of `w`; for a bucket also `<name>__sweep`,
+/// which makes the calls of its [`Workload::sweep`].
 pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
     let t = w.op.dtype.c_name();
     let n = w.op.inputs.len();
@@ -105,20 +119,35 @@ pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
         .map(|i| format!("const {t} *p{i}"))
         .chain([format!("{t} *out")])
         .collect();
-    let args: Vec<String> = (0..n)
-        .map(|i| format!("p{i}"))
-        .chain(["out".to_string()])
-        .chain(w.shapes().iter().map(|v| v.to_string()))
-        .collect();
-    format!(
-        "\nint32_t {name}({}) {{ return {generic}({}); }}\n",
-        params.join(", "),
-        args.join(", ")
-    )
+    let call = |shapes: &[i64]| -> String {
+        let args: Vec<String> = (0..n)
+            .map(|i| format!("p{i}"))
+            .chain(["out".to_string()])
+            .chain(shapes.iter().map(|v| v.to_string()))
+            .collect();
+        format!("{generic}({})", args.join(", "))
+    };
+    let params = params.join(", ");
+    let mut c = format!(
+        "\nint32_t {name}({params}) {{ return {}; }}\n",
+        call(w.shapes())
+    );
+    if w.bucket().is_some() {
+        let _ = writeln!(c, "int32_t {name}__sweep({params}) {{\n  int32_t r = 0;");
+        for (shapes, reps) in w.sweep() {
+            let _ = writeln!(
+                c,
+                "  for (int i = 0; i < {reps}; ++i) r |= {};",
+                call(&shapes)
+            );
+        }
+        c.push_str("  return r;\n}\n");
+    }
+    c
 }
 
 /// The driver's `main` (ELEM, ELEM_BITS, POISON, N_IN, N_INPUTS, OUT_SIZE,
-/// CALL_ARGS and PREFIX are replaced when a batch is generated).
+/// OUT_ALLOC, CALL_ARGS and PREFIX are replaced when a batch is generated).
 ///
 /// Every buffer sits between two guard regions of a fixed byte pattern, checked
 /// after each checked run (exit 5: a write outside a buffer); before a checked
@@ -189,12 +218,15 @@ int main(int argc, char **argv) {
   const char *dir = argv[2];
   ELEM *in[N_IN];
   for (int i = 0; i < N_INPUTS; ++i) in[i] = read_input(dir, i, in_sizes[i]);
-  ELEM *out = guarded((size_t)OUT_SIZE);
+  /* A checked run writes OUT_SIZE elements; a timed one may sweep larger calls. */
+  int checked = !strcmp(argv[3], "check") || !strcmp(argv[3], "reference");
+  size_t out_alloc = checked ? (size_t)OUT_SIZE : (size_t)OUT_ALLOC;
+  ELEM *out = guarded(out_alloc);
   if (!out) return 3;
-  memset(out, 0, sizeof(ELEM) * (size_t)OUT_SIZE);
-  kernel_t k = kernels[idx];
+  memset(out, 0, sizeof(ELEM) * out_alloc);
+  kernel_t k = checked ? kernels[idx] : timed[idx];
   if (!k && strcmp(argv[3], "reference")) return 4;
-  if (!strcmp(argv[3], "check") || !strcmp(argv[3], "reference")) {
+  if (checked) {
     /* Checked at the thread count it is timed and shipped with. */
     if (argc > 5) PREFIX_set_num_threads(atoi(argv[5]));
     const ELEM_BITS poison = POISON;
