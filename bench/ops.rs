@@ -65,3 +65,10 @@ pub fn conv1x1(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C)>) -> Tensor<f32,
 pub fn conv1x1s2(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C)>) -> Tensor<f32, (K, OH, OW)> {
     compute(|k, h, v| sum(|c| x[c][h * 2][v * 2] * w[k][c]))
 }
+
+/// GEMM with a shape bucket (issue 18): every M of 1–2048 at N = K = 1024 is one
+/// kernel, tuned over a sweep of the range (`bench/buckets.sh`).
+#[tensor_op(specialize(M = 1..=2048, N = 1024, K = 1024))]
+pub fn gemm_rows(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+}

@@ -138,7 +138,15 @@ impl Builder {
             let configs =
                 configs::for_operator(&s.op, &all_ops, mode, &cache_dir, &settings, &mut missing)?;
             let generic = GenericSchedule::for_operator(&s.op, &configs);
-            let c = autotune_codegen::operator_c(pkg, &s.op, &configs, &generic, &settings.isas)?;
+            // The generic kernel's tiles run the configs chosen for this target's level.
+            let c = autotune_codegen::operator_c(
+                pkg,
+                &s.op,
+                &configs,
+                &generic,
+                &settings.isas,
+                settings.target.isa,
+            )?;
             write_if_changed(&path, &c)?;
             c_files.push(path);
         }

@@ -18,7 +18,15 @@ fn operator_c(pkg: &Package, op: &autotune_lang::Operator) -> String {
     let configs = vec![autotune_codegen::Choice::default(); op.specializations.len()];
     // The generic kernel as a build schedules it.
     let generic = autotune_codegen::GenericSchedule::for_operator(op, &configs);
-    autotune_codegen::operator_c(pkg, op, &configs, &generic, &[Isa::Avx2, Isa::Baseline]).unwrap()
+    autotune_codegen::operator_c(
+        pkg,
+        op,
+        &configs,
+        &generic,
+        &[Isa::Avx2, Isa::Baseline],
+        Isa::Avx2,
+    )
+    .unwrap()
 }
 
 fn ops_from(source: &str) -> Result<Vec<autotune_build::SourceOp>, Error> {

@@ -119,8 +119,15 @@ fn a_kernel_with_configs_of_several_cpus_and_thread_counts_dispatches_on_them() 
         name: "dispatch".into(),
         version: "0.0.0".into(),
     };
-    let c =
-        autotune_codegen::operator_c(&pkg, &op, &[choice], &[], &Isa::levels("x86_64")).unwrap();
+    let c = autotune_codegen::operator_c(
+        &pkg,
+        &op,
+        &[choice],
+        &[],
+        &Isa::levels("x86_64"),
+        Isa::Avx512,
+    )
+    .unwrap();
     let symbol = mangle::kernel_symbol(&pkg, &op, Variant::Specialized(0));
     let runtime_prefix = mangle::runtime_prefix(&pkg);
     assert!(

@@ -50,13 +50,28 @@ fn committed_caches_hit_and_generate_the_same_c() {
             e.target,
             e.tuned_on()
         );
-        let c = autotune_codegen::variant_c(
-            &pkg,
-            &w.op,
-            Variant::Specialized(w.spec),
-            Some(&e.config),
-            &Isa::levels("x86_64"),
-        )
+        // A declared bucket ships as a schedule of the generic kernel.
+        let c = match w.bucket() {
+            None => autotune_codegen::variant_c(
+                &pkg,
+                &w.op,
+                Variant::Specialized(w.spec),
+                Some(&e.config),
+                &Isa::levels("x86_64"),
+            ),
+            Some(b) => autotune_codegen::generic_c(
+                &w.op,
+                &[autotune_codegen::GenericSchedule {
+                    anchor: w.shapes().to_vec(),
+                    config: e.config.clone(),
+                    bucket: Some(b.clone()),
+                }],
+                &Isa::levels("x86_64"),
+                e.target.isa,
+                mangle::kernel_symbol(&pkg, &w.op, Variant::Generic),
+                mangle::runtime_prefix(&pkg),
+            ),
+        }
         .unwrap();
         out.push_str(&format!(
             "{dir}/{}: fingerprint {:016x} id {} target {} c {:016x}\n",

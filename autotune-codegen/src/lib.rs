@@ -162,14 +162,15 @@ pub fn kernel_c(
 /// The C source of `op`'s generic kernel with `schedules` (none: the default
 /// schedule) under any symbol and runtime prefix: one tiled kernel per
 /// schedule (`<symbol>__t<i>`), the default-schedule one (`<symbol>__naive`)
-/// and a dispatcher on the call's shapes. The tiled kernels are compiled for
-/// the first (best) level of `isas` only, which keeps a build's compile time
-/// near what its specialisations cost; a CPU below that level runs the
-/// default schedule.
+/// and a dispatcher on the call's sizes. The tiled kernels are compiled for
+/// one level, `tiled` (the level their configs were tuned at), which keeps a
+/// build's compile time near what its specialisations cost; a CPU below it
+/// runs the default schedule, whose clones are those of `isas`.
 pub fn generic_c(
     op: &Operator,
     schedules: &[GenericSchedule],
     isas: &[Isa],
+    tiled: Isa,
     symbol: String,
     runtime: String,
 ) -> Result<String, CodegenError> {
@@ -184,8 +185,8 @@ pub fn generic_c(
     let mut buckets = Vec::new();
     for (i, g) in schedules.iter().enumerate() {
         let plan = plan(op, Variant::Generic, &g.anchor, Some(&g.config))?;
-        let tiled = lower(Some(&plan), format!("{symbol}__t{i}"));
-        c.push_str(&emit::kernel_c(&tiled, &isas[..1]));
+        let kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
+        c.push_str(&emit::kernel_c(&kernel, &[tiled]));
         let anchor: Vec<(String, i64)> = op
             .input_shape_vars()
             .map(|(v, var)| (lower::c_ident(&var.name), g.anchor[v]))
@@ -204,15 +205,15 @@ pub fn generic_c(
         });
         buckets.push(emit::Bucket {
             anchor,
-            setup: tiled.setup.clone(),
-            kernel: tiled.symbol,
+            setup: kernel.setup.clone(),
+            kernel: kernel.symbol,
             range,
         });
     }
     c.push_str(&emit::kernel_c(&naive, isas));
     // What a call costs the default schedule: its loops and its buffers.
     let work = lower::iterations(op).plus(naive.setup.clone());
-    let min_isa = (isas.len() > 1).then(|| isas[0]);
+    let min_isa = (isas.last() != Some(&tiled)).then_some(tiled);
     c.push_str(&emit::generic_dispatcher(
         &naive, &symbol, &work, &buckets, min_isa,
     ));
@@ -323,13 +324,15 @@ fn specialisation_c(
 }
 
 /// The C file of one operator of a package: the header, each specialisation
-/// with its choice of configs, and the generic kernel with `generic`.
+/// with its choice of configs, and the generic kernel with `generic`, its
+/// tiled kernels compiled for `tiled` (see [`generic_c`]).
 pub fn operator_c(
     pkg: &Package,
     op: &Operator,
     choices: &[Choice],
     generic: &[GenericSchedule],
     isas: &[Isa],
+    tiled: Isa,
 ) -> Result<String, CodegenError> {
     let runtime = mangle::runtime_prefix(pkg);
     let mut c = emit::file_header(&format!("operator `{}`", op.name), op.dtype, &runtime);
@@ -344,6 +347,7 @@ pub fn operator_c(
         op,
         generic,
         isas,
+        tiled,
         mangle::kernel_symbol(pkg, op, Variant::Generic),
         runtime,
     )?);

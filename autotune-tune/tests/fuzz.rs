@@ -160,7 +160,14 @@ fn one(src: &str, dir: &Path) -> Result<(), TestCaseError> {
         let configs = vec![autotune_codegen::Choice::default(); op.specializations.len()];
         let c = catch_unwind(AssertUnwindSafe(|| {
             let generic = autotune_codegen::GenericSchedule::for_operator(&op, &configs);
-            autotune_codegen::operator_c(&pkg, &op, &configs, &generic, &Isa::levels("x86_64"))
+            autotune_codegen::operator_c(
+                &pkg,
+                &op,
+                &configs,
+                &generic,
+                &Isa::levels("x86_64"),
+                Isa::Avx512,
+            )
         }))
         .map_err(|_| TestCaseError::fail(format!("the code generator panicked on:\n{src}")))?
         .map_err(|e| TestCaseError::fail(format!("no C for a parsed operator ({e}):\n{src}")))?;

@@ -148,6 +148,7 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
                     &op,
                     &[g],
                     &[common::target().isa],
+                    common::target().isa,
                     "CANDIDATE__generic".to_string(),
                     measure::RUNTIME_PREFIX.to_string(),
                 )

@@ -260,6 +260,7 @@ impl Harness {
             &w.op,
             schedules,
             &[self.isa],
+            self.isa,
             generic.clone(),
             RUNTIME_PREFIX.to_string(),
         )?;
