@@ -6,6 +6,8 @@
 #   tuned over its range (bench/tuning-cache, 1-thread entry); `cargo autotune bench --shape
 #   … --generic --cached` times its generic kernel as a build ships it, which runs the
 #   bucket's kernel for every M of the range.
+# - Two buckets: bench/ops.rs `gemm_rows2`, the same range split at M = 128 (each tuned over
+#   its own range): what a narrower range buys.
 # - Without the bucket: the same shapes through bench/ops.rs `gemm`'s generic kernel (one
 #   tiled kernel per exact specialisation's cached config, the nearest anchor's run).
 # - The shapes: M drawn log-uniform in 1–2048 from a fixed seed, N = K = 1024, plus the
@@ -49,11 +51,11 @@ echo "gcc: $(gcc --version | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 $PIN "$BUILD/peak" 1 | grep fma512
 echo "gemm shapes (MxNxK): $SHAPES"
-echo "# GEMM, GFLOP/s: shape bucket generic-without-bucket"
+generic() { $PIN $AT bench $OPS --op "$1" --shape "M=$2,N=1024,K=1024" --generic $CACHE --threads 1 \
+  --samples 5 --dir "$BUILD/$1" | tail -1 | awk '{print $1}'; }
+echo "# GEMM, GFLOP/s: shape bucket two-buckets generic-without-bucket"
 for m in $MS; do
-  b=$($PIN $AT bench $OPS --op gemm_rows --shape "M=$m,N=1024,K=1024" --generic $CACHE --threads 1 --samples 5 --dir "$BUILD/b" | tail -1 | awk '{print $1}')
-  g=$($PIN $AT bench $OPS --op gemm --shape "M=$m,N=1024,K=1024" --generic $CACHE --threads 1 --samples 5 --dir "$BUILD/g" | tail -1 | awk '{print $1}')
-  echo "autotune ${m}x1024x1024 $b $g"
+  echo "autotune ${m}x1024x1024 $(generic gemm_rows "$m") $(generic gemm_rows2 "$m") $(generic gemm "$m")"
 done
 echo "# GEMM peers"
 env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $SHAPES

@@ -6,7 +6,9 @@
 
 mod common;
 
-use autotune_codegen::Isa;
+use std::collections::BTreeMap;
+
+use autotune_codegen::{Config, Isa, Workload};
 use autotune_tune::measure::{build_batch, TimingOptions};
 
 #[test]
@@ -14,18 +16,33 @@ use autotune_tune::measure::{build_batch, TimingOptions};
 fn every_committed_kernel_is_correct_at_every_isa_level() {
     let best = Isa::detect();
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("committed");
-    let mut checked = 0;
+    // One batch per workload and level: its entries (CPUs, thread counts) share
+    // the harness and are compiled side by side.
+    let mut batches: BTreeMap<(String, Isa), (&str, Workload, Vec<Config>)> = BTreeMap::new();
     for (cache, w, e) in common::current_entries() {
-        let levels: std::collections::BTreeSet<Isa> = [e.target.isa, Isa::Avx2, Isa::Baseline]
-            .into_iter()
-            .filter(|isa| *isa <= best)
-            .collect();
-        for isa in levels {
-            let batch = build_batch(&w, std::slice::from_ref(&e.config), isa, &dir, 1)
-                .unwrap_or_else(|err| panic!("{cache}: {} at {isa}: {err}", w.key()));
+        for isa in [e.target.isa, Isa::Avx2, Isa::Baseline] {
+            if isa > best {
+                continue;
+            }
+            let key = (format!("{cache}/{}", w.id()), isa);
+            let batch = batches
+                .entry(key)
+                .or_insert_with(|| (cache, w.clone(), Vec::new()));
+            if !batch.2.contains(&e.config) {
+                batch.2.push(e.config.clone());
+            }
+        }
+    }
+    let mut checked = 0;
+    for ((_, isa), (cache, w, configs)) in batches {
+        let batch = build_batch(&w, &configs, isa, &dir, 1)
+            .unwrap_or_else(|err| panic!("{cache}: {} at {isa}: {err}", w.key()));
+        for (i, config) in configs.iter().enumerate() {
             batch
-                .check(0, &TimingOptions::default())
-                .unwrap_or_else(|err| panic!("{cache}: {} at {isa}: {err}", w.key()));
+                .check(i, &TimingOptions::default())
+                .unwrap_or_else(|err| {
+                    panic!("{cache}: {} at {isa}, config {config}: {err}", w.key())
+                });
             checked += 1;
         }
     }

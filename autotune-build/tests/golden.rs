@@ -59,12 +59,11 @@ fn committed_caches_hit_and_generate_the_same_c() {
                 Some(&e.config),
                 &Isa::levels("x86_64"),
             ),
-            Some(b) => autotune_codegen::generic_c(
+            Some(_) => autotune_codegen::generic_c(
                 &w.op,
                 &[autotune_codegen::GenericSchedule {
-                    anchor: w.shapes().to_vec(),
+                    at: w.op.specializations[w.spec].clone(),
                     config: e.config.clone(),
-                    bucket: Some(b.clone()),
                 }],
                 &Isa::levels("x86_64"),
                 e.target.isa,

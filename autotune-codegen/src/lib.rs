@@ -27,7 +27,7 @@ pub mod target;
 mod text;
 pub mod workload;
 
-use autotune_lang::ir::{Bucket, Specialization};
+use autotune_lang::ir::Specialization;
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
@@ -70,16 +70,15 @@ impl From<Option<Config>> for Choice {
 }
 
 /// A schedule of an operator's generic kernel: `config`, a point of the
-/// operator's space at the shapes `anchor` (those it was tuned at), lowered
-/// for symbolic shapes. A generic kernel may carry several (shape buckets):
-/// a call runs the first whose declared `bucket` holds its shapes, else the
-/// one whose anchor is nearest them. Without any it runs the default
-/// schedule, as the reference always does.
+/// operator's space at the shapes of `at` (its anchor: those it was tuned
+/// at), lowered for symbolic shapes. A generic kernel may carry several
+/// (shape buckets): a call runs the first whose `at` is a declared bucket
+/// holding its shapes, else the one whose anchor is nearest them. Without any
+/// it runs the default schedule, as the reference always does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenericSchedule {
-    pub anchor: Vec<i64>,
+    pub at: Specialization,
     pub config: Config,
-    pub bucket: Option<Bucket>,
 }
 
 impl GenericSchedule {
@@ -102,9 +101,8 @@ impl GenericSchedule {
         let mut out: Vec<GenericSchedule> = (0..specs.len())
             .filter(|&i| specs[i].bucket.is_some())
             .map(|i| GenericSchedule {
-                anchor: specs[i].values.clone(),
+                at: specs[i].clone(),
                 config: config(i),
-                bucket: specs[i].bucket.clone(),
             })
             .collect();
         let mut exact: Vec<usize> = (0..specs.len())
@@ -116,9 +114,8 @@ impl GenericSchedule {
             let config = config(i);
             if !out.iter().any(|g| g.config == config) {
                 out.push(GenericSchedule {
-                    anchor: specs[i].values.clone(),
+                    at: specs[i].clone(),
                     config,
-                    bucket: None,
                 });
             }
         }
@@ -131,9 +128,8 @@ impl GenericSchedule {
             if let Some(anchor) = nominal {
                 let config = Space::new(op, &anchor).default_config(op, &anchor);
                 out.push(GenericSchedule {
-                    anchor,
+                    at: Specialization::exact(anchor),
                     config,
-                    bucket: None,
                 });
             }
         }
@@ -184,21 +180,17 @@ pub fn generic_c(
     let mut c = String::new();
     let mut buckets = Vec::new();
     for (i, g) in schedules.iter().enumerate() {
-        let plan = plan(op, Variant::Generic, &g.anchor, Some(&g.config))?;
+        let plan = plan(op, Variant::Generic, &g.at.values, Some(&g.config))?;
         let kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
         c.push_str(&emit::kernel_c(&kernel, &[tiled]));
         let anchor: Vec<(String, i64)> = op
             .input_shape_vars()
-            .map(|(v, var)| (lower::c_ident(&var.name), g.anchor[v]))
+            .map(|(v, var)| (lower::c_ident(&var.name), g.at.values[v]))
             .collect();
-        let range = g.bucket.as_ref().map(|_| {
-            let spec = Specialization {
-                values: g.anchor.clone(),
-                bucket: g.bucket.clone(),
-            };
+        let range = g.at.bucket.as_ref().map(|_| {
             op.input_shape_vars()
                 .map(|(v, var)| {
-                    let (lo, hi) = spec.range(v);
+                    let (lo, hi) = g.at.range(v);
                     (lower::c_ident(&var.name), lo, hi)
                 })
                 .collect()

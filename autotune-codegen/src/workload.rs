@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use autotune_lang::ir::{geometric_mean, Bucket, Extent, ShapeRange};
+use autotune_lang::ir::{Bucket, Extent, ShapeRange};
 use autotune_lang::mangle::{self, Variant};
 use autotune_lang::Operator;
 
@@ -16,7 +16,7 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// The shapes it is measured at: a bucket's anchor.
+    /// The shapes it is planned and checked at: a bucket's anchor.
     pub fn shapes(&self) -> &[i64] {
         &self.op.specializations[self.spec].values
     }
@@ -26,38 +26,32 @@ impl Workload {
         self.op.specializations[self.spec].bucket.as_ref()
     }
 
-    /// Floating-point operations of one timed run ([`Workload::sweep`]).
+    /// Floating-point operations of one call (a bucket's: of one call at each
+    /// shape of its [`sweep`](Workload::sweep)).
     pub fn flops(&self) -> f64 {
-        self.sweep()
-            .iter()
-            .map(|(shapes, reps)| f64::from(*reps) * self.op.flops(shapes))
-            .sum()
+        self.sweep().iter().map(|s| self.op.flops(s)).sum()
     }
 
-    /// The calls one timed run makes, as (shapes, repeats): one call at its
-    /// shapes. A bucket is tuned over its range: a sweep of calls at its
-    /// anchor, at the top of every range and at the geometric midpoints
-    /// between the bottoms and the anchor (a shape where a read would leave its
-    /// tensor, which a wrapper refuses, left out), each repeated to about the
-    /// flops of the largest (at most [`SWEEP_REPEATS`] times), so that every
-    /// part of the range weighs alike in its time.
-    pub fn sweep(&self) -> Vec<(Vec<i64>, u32)> {
+    /// The shapes it is timed at: its own. A bucket is tuned over its range:
+    /// at [`SWEEP`] shapes spaced evenly in log size along every range at once,
+    /// from its bottom to its top, its anchor (a shape where a read
+    /// would leave its tensor, which a wrapper refuses, left out); the tuner
+    /// times each and ranks by their geometric mean GFLOP/s, so that every
+    /// part of the range weighs alike.
+    pub fn sweep(&self) -> Vec<Vec<i64>> {
         let spec = &self.op.specializations[self.spec];
         let Some(bucket) = &spec.bucket else {
-            return vec![(spec.values.clone(), 1)];
+            return vec![spec.values.clone()];
         };
         let mut shapes: Vec<Vec<i64>> = Vec::new();
-        for pick in [
-            |r: &ShapeRange, anchor: i64| geometric_mean(r.lo, anchor),
-            |_: &ShapeRange, anchor: i64| anchor,
-            |r: &ShapeRange, _: i64| r.hi,
-        ] {
+        for i in 0..SWEEP {
+            let t = i as f64 / (SWEEP - 1) as f64;
             let given: Vec<_> = self
                 .op
                 .input_shape_vars()
                 .map(|(v, _)| {
-                    let r = bucket.ranges.iter().find(|r| r.var == v);
-                    (v, r.map_or(spec.values[v], |r| pick(r, spec.values[v])))
+                    let size = bucket.ranges.iter().find(|r| r.var == v);
+                    (v, size.map_or(spec.values[v], |r| log_lerp(r.lo, r.hi, t)))
                 })
                 .collect();
             let Some(values) = self.op.resolve_shapes(&given) else {
@@ -67,23 +61,17 @@ impl Workload {
                 shapes.push(values);
             }
         }
-        let flops: Vec<f64> = shapes.iter().map(|s| self.op.flops(s).max(1.0)).collect();
-        let top = flops.iter().cloned().fold(1.0, f64::max);
         shapes
-            .into_iter()
-            .zip(flops)
-            .map(|(s, f)| (s, ((top / f).round() as u32).clamp(1, SWEEP_REPEATS)))
-            .collect()
     }
 
-    /// Element counts of each input and of the output: the largest of the
-    /// [`sweep`](Workload::sweep)'s calls.
+    /// Element counts of each input and of the output: the largest over the
+    /// [`sweep`](Workload::sweep).
     pub fn sizes(&self) -> (Vec<usize>, usize) {
         let sweep = self.sweep();
         let count = |dims: &[Extent]| -> usize {
             sweep
                 .iter()
-                .map(|(shapes, _)| dims.iter().map(|d| d.value(shapes) as usize).product())
+                .map(|shapes| dims.iter().map(|d| d.value(shapes) as usize).product())
                 .max()
                 .unwrap_or(0)
         };
@@ -128,8 +116,14 @@ impl Workload {
     }
 }
 
-/// The most times a bucket's sweep repeats one of its calls.
-pub const SWEEP_REPEATS: u32 = 256;
+/// Shapes a bucket is timed at.
+pub const SWEEP: usize = 5;
+
+/// `lo^(1-t) · hi^t`, rounded, within `lo..=hi`.
+fn log_lerp(lo: i64, hi: i64, t: f64) -> i64 {
+    let x = ((lo as f64).ln() * (1.0 - t) + (hi as f64).ln() * t).exp();
+    (x.round() as i64).clamp(lo, hi)
+}
 
 /// Exact identity of a workload: the operator's name, the fingerprint of its IR
 /// (without its list of specialisations, so adding a shape keeps the others'

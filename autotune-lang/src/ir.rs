@@ -360,7 +360,8 @@ impl Expr {
 
 /// One build-time shape: a value for every input shape variable; or, with a
 /// [`Bucket`], a range of shapes that one tuned kernel serves, with `values`
-/// its anchor (the shapes it is tuned at).
+/// its anchor (the top of every range: where its space is built and its
+/// kernels checked).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Specialization {
     /// Values of all shape variables (inputs and derived), by [`ShapeVarId`].
@@ -412,12 +413,6 @@ pub struct ShapeRange {
     pub var: ShapeVarId,
     pub lo: i64,
     pub hi: i64,
-}
-
-/// The geometric mean of `lo <= hi`, rounded, within them: a bucket's anchor
-/// is that of each range.
-pub fn geometric_mean(lo: i64, hi: i64) -> i64 {
-    ((lo as f64 * hi as f64).sqrt().round() as i64).clamp(lo, hi)
 }
 
 /// A parsed and checked `#[tensor_op]`.

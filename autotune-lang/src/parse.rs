@@ -856,7 +856,7 @@ fn specializations(
         .input_shape_vars()
         .map(|(_, v)| v.name.as_str())
         .collect();
-    let mut out: Vec<(Span, Specialization)> = Vec::new();
+    let mut out: Vec<Specialization> = Vec::new();
     for (span, values) in lists {
         let mut given: Vec<(ShapeVarId, i64)> = Vec::new();
         let mut ranges: Vec<ShapeRange> = Vec::new();
@@ -897,8 +897,9 @@ fn specializations(
             if lo < hi {
                 ranges.push(ShapeRange { var: v, lo, hi });
             }
-            // A bucket is tuned at its anchor: the geometric centre of each range.
-            given.push((v, geometric_mean(lo, hi)));
+            // A bucket's anchor is the top of each range: its space then holds
+            // every tile a call of the range can use.
+            given.push((v, hi));
         }
         let missing: Vec<&str> = op
             .input_shape_vars()
@@ -928,12 +929,10 @@ fn specializations(
                 let x = if corner & (1 << i) == 0 { r.lo } else { r.hi };
                 at.iter_mut().find(|(g, _)| *g == r.var).expect("given").1 = x;
             }
-            let shown: Vec<String> = ranges
+            let shown: Vec<String> = at
                 .iter()
-                .map(|r| {
-                    let x = at.iter().find(|(g, _)| *g == r.var).expect("given").1;
-                    format!("{} = {x}", op.shape_vars[r.var].name)
-                })
+                .filter(|(g, _)| ranges.iter().any(|r| r.var == *g))
+                .map(|(g, x)| format!("{} = {x}", op.shape_vars[*g].name))
                 .collect();
             check_sizes(
                 op,
@@ -946,15 +945,15 @@ fn specializations(
             values,
             bucket: (!ranges.is_empty()).then_some(Bucket { ranges }),
         };
-        if out.iter().any(|(_, s)| *s == spec) {
+        if out.contains(&spec) {
             return Err(syn::Error::new(*span, "duplicate specialisation"));
         }
         // An exact shape inside a bucket is fine (the exact kernel wins); two
         // buckets must not share a shape.
-        let buckets = out.iter().filter(|(_, s)| s.bucket.is_some());
-        if let Some((_, other)) = buckets
+        let buckets = out.iter().filter(|s| s.bucket.is_some());
+        if let Some(other) = buckets
             .filter(|_| spec.bucket.is_some())
-            .find(|(_, s)| overlap(op, s, &spec))
+            .find(|s| overlap(op, s, &spec))
         {
             return Err(syn::Error::new(
                 *span,
@@ -964,9 +963,9 @@ fn specializations(
                 ),
             ));
         }
-        out.push((*span, spec));
+        out.push(spec);
     }
-    Ok(out.into_iter().map(|(_, s)| s).collect())
+    Ok(out)
 }
 
 /// `64` or `LO..=HI` / `LO..HI` (integer literals) as an inclusive range.

@@ -74,35 +74,43 @@ fn unwritten_and_overrun_outputs_are_wrong_results() {
     );
 }
 
-/// A bucket is checked at its anchor and timed over its sweep, into buffers
-/// sized for the sweep's largest call: a checked run that writes past the
-/// anchor's output is still caught, a sweep that writes the larger calls'
-/// outputs is not an overrun, and a config of the bucket (a schedule of the
-/// generic kernel) measures.
+/// A bucket is checked at its anchor (the top of its range) and timed at
+/// each shape of its sweep: a checked run that writes past the anchor's
+/// output is caught, and a config of the bucket (a schedule of the generic
+/// kernel) measures.
 #[test]
 fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
     let w = common::workload(
         "specialize(N = 1..=4096)",
         "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
     );
-    assert_eq!(w.shapes(), &[64]);
+    assert_eq!(w.shapes(), &[4096]);
+    assert_eq!(
+        w.sweep(),
+        vec![vec![1], vec![8], vec![64], vec![512], vec![4096]]
+    );
     assert_eq!(w.sizes(), (vec![4096], 4096));
-    let relu = |n: i64| {
-        format!("for (int i = 0; i < {n}; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0;")
-    };
-    let sweep = |name: &str, check: &str| {
+    let relu = |name: String, n: i64| {
         format!(
-            "{RELU_SIG} {{ {check} }}\n{} {{ {} }}",
-            RELU_SIG.replace("CANDIDATE", &format!("{name}__sweep")),
-            relu(4096)
+            "{} {{ for (int i = 0; i < {n}; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0; }}\n",
+            RELU_SIG.replace("CANDIDATE", &name)
         )
+    };
+    let with_sweep = |check: i64| {
+        let parts: String = w
+            .sweep()
+            .iter()
+            .enumerate()
+            .map(|(j, s)| relu(format!("CANDIDATE__s{j}"), s[0]))
+            .collect();
+        relu("CANDIDATE".to_string(), check) + &parts
     };
     let dir = common::scratch("check-bucket");
     let opts = common::options(&dir);
     let space = autotune_codegen::Space::new(&w.op, w.shapes());
     let candidates = vec![
-        Candidate::Source(sweep("CANDIDATE", &relu(64))),
-        Candidate::Source(sweep("CANDIDATE", &relu(65))),
+        Candidate::Source(with_sweep(4096)),
+        Candidate::Source(with_sweep(4097)),
         Candidate::Config(space.default_config(&w.op, w.shapes())),
     ];
     let records = measure_candidates(&w, &candidates, &opts).unwrap();
@@ -115,4 +123,19 @@ fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
         vec![None, Some(ErrorClass::WrongResult), None],
         "{records:#?}"
     );
+}
+
+/// A sweep's timing is the time its calls take at their geometric mean rate.
+#[test]
+fn a_sweep_is_timed_at_its_geometric_mean_rate() {
+    use autotune_tune::measure::Timing;
+    let t = |s: f64| Timing {
+        median: s,
+        min: s,
+        max: s,
+    };
+    // 1 and 100 flops at 1 flop/s and 100 flop/s: a mean rate of 10 flop/s.
+    let got = Timing::of_sweep(&[1.0, 100.0], &[t(1.0), t(1.0)]);
+    assert!((got.median - 10.1).abs() < 1e-9, "{got:?}");
+    assert_eq!(Timing::of_sweep(&[5.0], &[t(2.0)]), t(2.0));
 }

@@ -140,9 +140,8 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
             .iter()
             .map(|config| {
                 let g = autotune_codegen::GenericSchedule {
-                    anchor: anchor.clone(),
+                    at: Specialization::exact(anchor.clone()),
                     config: config.clone(),
-                    bucket: None,
                 };
                 let c = autotune_codegen::generic_c(
                     &op,

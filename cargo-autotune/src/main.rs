@@ -497,7 +497,7 @@ fn main() -> Result<()> {
                 let g = autotune_codegen::GenericSchedule::for_operator(&op, &choices);
                 let mut what = format!("generic kernel, {} bucket(s)", g.len());
                 for b in &g {
-                    what += &format!("\n  at {:?}: {}", b.anchor, b.config);
+                    what += &format!("\n  at {:?}: {}", b.at, b.config);
                 }
                 (measure::Candidate::Generic(g), what)
             } else {

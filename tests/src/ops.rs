@@ -10,8 +10,8 @@ pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M,
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
 }
 
-/// C = A·B with shape buckets: each range is one kernel tuned at its anchor
-/// (M = 8; M = 139, N = 26), an exact shape inside a bucket its own.
+/// C = A·B with shape buckets: each range is one kernel tuned over it, an
+/// exact shape inside a bucket its own.
 #[tensor_op(
     specialize(M = 1..=64, N = 48, K = 32),
     specialize(M = 65..300, N = 17..=40, K = 127),

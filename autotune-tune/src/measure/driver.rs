@@ -22,25 +22,30 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
          typedef int32_t (*kernel_t)({});\nvoid {prefix}_set_num_threads(int32_t);",
         params.join(", ")
     );
-    // What a timed run calls: the kernel, or a bucket's sweep over its range.
-    let sweep = if w.bucket().is_some() { "__sweep" } else { "" };
+    // What a timed run calls: the kernel, or a bucket's call at each shape of
+    // its sweep, timed one after another.
+    let parts = w.sweep().len();
+    let empty_row = format!("{{{}}}", vec!["0"; parts].join(", "));
     let mut table = Vec::new();
     let mut timed = Vec::new();
     for n in names {
-        match n {
-            Some(name) => {
-                let _ = writeln!(driver, "int32_t {name}({});", params.join(", "));
-                if !sweep.is_empty() {
-                    let _ = writeln!(driver, "int32_t {name}{sweep}({});", params.join(", "));
-                }
-                table.push(name.clone());
-                timed.push(format!("{name}{sweep}"));
-            }
-            None => {
-                table.push("0".to_string());
-                timed.push("0".to_string());
-            }
+        let Some(name) = n else {
+            table.push("0".to_string());
+            timed.push(empty_row.clone());
+            continue;
+        };
+        let row: Vec<String> = match w.bucket() {
+            Some(_) => (0..parts).map(|j| format!("{name}__s{j}")).collect(),
+            None => Vec::new(),
+        };
+        for f in std::iter::once(name).chain(&row) {
+            let _ = writeln!(driver, "int32_t {f}({});", params.join(", "));
         }
+        timed.push(match row.is_empty() {
+            true => format!("{{{name}}}"),
+            false => format!("{{{}}}", row.join(", ")),
+        });
+        table.push(name.clone());
     }
     let shape_params: Vec<&str> = w.shapes().iter().map(|_| "int64_t").collect();
     let _ = writeln!(
@@ -64,17 +69,16 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for (array, names) in [("kernels", &table), ("timed", &timed)] {
-        let _ = writeln!(
-            driver,
-            "static kernel_t {array}[] = {{{}}};",
-            if names.is_empty() {
-                "0".to_string()
-            } else {
-                names.join(", ")
-            }
-        );
-    }
+    let list = |names: &[String], empty: &str| match names.is_empty() {
+        true => empty.to_string(),
+        false => names.join(", "),
+    };
+    let _ = writeln!(
+        driver,
+        "static kernel_t kernels[] = {{{}}};\nstatic kernel_t timed[][{parts}] = {{{}}};",
+        list(&table, "0"),
+        list(&timed, &empty_row)
+    );
     let _ = writeln!(
         driver,
         "static const size_t in_sizes[] = {{{}}};",
@@ -103,6 +107,7 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .replace("N_IN", &in_sizes.len().max(1).to_string())
             .replace("OUT_SIZE", &w.output_size().to_string())
             .replace("OUT_ALLOC", &out_size.to_string())
+            .replace("N_PARTS", &parts.to_string())
             .replace("CALL_ARGS", &args.join(", "))
             .replace("PREFIX", prefix),
     );
@@ -110,8 +115,8 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
 }
 
 /// A function `name` of the batch's kernel signature that calls the generic
-/// kernel `generic` at the shapes of `w`; for a bucket also `<name>__sweep`,
-/// which makes the calls of its [`Workload::sweep`].
+/// kernel `generic` at the shapes of `w`; for a bucket also `<name>__s<j>`,
+/// a call at shape `j` of its [`Workload::sweep`].
 pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
     let t = w.op.dtype.c_name();
     let n = w.op.inputs.len();
@@ -119,35 +124,30 @@ pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
         .map(|i| format!("const {t} *p{i}"))
         .chain([format!("{t} *out")])
         .collect();
-    let call = |shapes: &[i64]| -> String {
+    let params = params.join(", ");
+    let call = |name: &str, shapes: &[i64]| -> String {
         let args: Vec<String> = (0..n)
             .map(|i| format!("p{i}"))
             .chain(["out".to_string()])
             .chain(shapes.iter().map(|v| v.to_string()))
             .collect();
-        format!("{generic}({})", args.join(", "))
+        format!(
+            "\nint32_t {name}({params}) {{ return {generic}({}); }}\n",
+            args.join(", ")
+        )
     };
-    let params = params.join(", ");
-    let mut c = format!(
-        "\nint32_t {name}({params}) {{ return {}; }}\n",
-        call(w.shapes())
-    );
+    let mut c = call(name, w.shapes());
     if w.bucket().is_some() {
-        let _ = writeln!(c, "int32_t {name}__sweep({params}) {{\n  int32_t r = 0;");
-        for (shapes, reps) in w.sweep() {
-            let _ = writeln!(
-                c,
-                "  for (int i = 0; i < {reps}; ++i) r |= {};",
-                call(&shapes)
-            );
+        for (j, shapes) in w.sweep().iter().enumerate() {
+            c.push_str(&call(&format!("{name}__s{j}"), shapes));
         }
-        c.push_str("  return r;\n}\n");
     }
     c
 }
 
 /// The driver's `main` (ELEM, ELEM_BITS, POISON, N_IN, N_INPUTS, OUT_SIZE,
-/// OUT_ALLOC, CALL_ARGS and PREFIX are replaced when a batch is generated).
+/// OUT_ALLOC, N_PARTS, CALL_ARGS and PREFIX are replaced when a batch is
+/// generated). A timed run prints one line per part (a bucket's sweep shape).
 ///
 /// Every buffer sits between two guard regions of a fixed byte pattern, checked
 /// after each checked run (exit 5: a write outside a buffer); before a checked
@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
   ELEM *out = guarded(out_alloc);
   if (!out) return 3;
   memset(out, 0, sizeof(ELEM) * out_alloc);
-  kernel_t k = checked ? kernels[idx] : timed[idx];
+  kernel_t k = checked ? kernels[idx] : timed[idx][0];
   if (!k && strcmp(argv[3], "reference")) return 4;
   if (checked) {
     /* Checked at the thread count it is timed and shipped with. */
@@ -251,25 +251,28 @@ int main(int argc, char **argv) {
   int flush = atoi(argv[7]);
   if (samples < 1) samples = 1;
   if (samples > 64) samples = 64;
-  /* Warm-up, which also sizes the repeats of a sample. */
-  double t0 = now();
-  if (k(CALL_ARGS)) return 3;
-  double once = now() - t0;
-  long reps = flush ? 1 : (long)(min_sample / (once > 1e-9 ? once : 1e-9)) + 1;
-  if (reps > 1000000) reps = 1000000;
-  double s[64];
-  for (int j = 0; j < samples; ++j) {
-    double total = 0;
-    for (long r = 0; r < reps; ++r) {
-      if (flush) flush_caches();
-      double a = now();
-      if (k(CALL_ARGS)) return 3;
-      total += now() - a;
+  for (int p = 0; p < N_PARTS; ++p) {
+    k = timed[idx][p];
+    /* Warm-up, which also sizes the repeats of a sample. */
+    double t0 = now();
+    if (k(CALL_ARGS)) return 3;
+    double once = now() - t0;
+    long reps = flush ? 1 : (long)(min_sample / (once > 1e-9 ? once : 1e-9)) + 1;
+    if (reps > 1000000) reps = 1000000;
+    double s[64];
+    for (int j = 0; j < samples; ++j) {
+      double total = 0;
+      for (long r = 0; r < reps; ++r) {
+        if (flush) flush_caches();
+        double a = now();
+        if (k(CALL_ARGS)) return 3;
+        total += now() - a;
+      }
+      s[j] = total / (double)reps;
     }
-    s[j] = total / (double)reps;
+    qsort(s, (size_t)samples, sizeof s[0], cmp_double);
+    printf("median_s=%.9e min_s=%.9e max_s=%.9e reps=%ld\n", s[samples / 2], s[0], s[samples - 1], reps);
   }
-  qsort(s, (size_t)samples, sizeof s[0], cmp_double);
-  printf("median_s=%.9e min_s=%.9e max_s=%.9e reps=%ld\n", s[samples / 2], s[0], s[samples - 1], reps);
   return 0;
 }
 "#;

@@ -73,6 +73,33 @@ pub struct Timing {
     pub max: f64,
 }
 
+impl Timing {
+    /// A bucket's timing from its sweep's: the seconds its calls (`flops`
+    /// each, `parts` timed) would take at their geometric mean rate, so that
+    /// [`Workload::flops`] over it is that mean. One part is itself.
+    pub fn of_sweep(flops: &[f64], parts: &[Timing]) -> Timing {
+        if let [one] = parts {
+            return *one;
+        }
+        // A part without flops (a copy) counts as one.
+        let total: f64 = flops.iter().map(|f| f.max(1.0)).sum();
+        let at = |secs: &dyn Fn(&Timing) -> f64| -> f64 {
+            let mean_log_rate = flops
+                .iter()
+                .zip(parts)
+                .map(|(f, t)| (f.max(1.0) / secs(t)).ln())
+                .sum::<f64>()
+                / parts.len() as f64;
+            total / mean_log_rate.exp()
+        };
+        Timing {
+            median: at(&|t| t.median),
+            min: at(&|t| t.min),
+            max: at(&|t| t.max),
+        }
+    }
+}
+
 /// A compiled batch of candidates, with inputs written and the reference output.
 pub struct Batch {
     pub workload: Workload,
@@ -196,9 +223,8 @@ impl Harness {
                 Candidate::Config(c) if w.bucket().is_some() => self.generic(
                     &name,
                     &[GenericSchedule {
-                        anchor: w.shapes().to_vec(),
+                        at: w.op.specializations[w.spec].clone(),
                         config: c.clone(),
-                        bucket: w.bucket().cloned(),
                     }],
                 ),
                 Candidate::Config(c) => kernel_c(
@@ -388,14 +414,26 @@ impl Batch {
             .arg(opts.threads.to_string())
             .arg(if opts.flush { "1" } else { "0" });
         let text = run_limited(cmd, opts.timeout)?;
-        let field = |name: &str| -> Option<f64> {
-            text.split_whitespace()
-                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
-        };
-        match (field("median_s"), field("min_s"), field("max_s")) {
-            (Some(median), Some(min), Some(max)) => Ok(Timing { median, min, max }),
-            _ => Err(MeasureError::Crash(format!("unexpected output: {text}"))),
+        let bad = || MeasureError::Crash(format!("unexpected output: {text}"));
+        let parts: Vec<Timing> = text
+            .lines()
+            .map(|line| {
+                let field = |name: &str| -> Option<f64> {
+                    line.split_whitespace()
+                        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+                };
+                match (field("median_s"), field("min_s"), field("max_s")) {
+                    (Some(median), Some(min), Some(max)) => Ok(Timing { median, min, max }),
+                    _ => Err(bad()),
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let sweep = self.workload.sweep();
+        if parts.len() != sweep.len() {
+            return Err(bad());
         }
+        let flops: Vec<f64> = sweep.iter().map(|s| self.workload.op.flops(s)).collect();
+        Ok(Timing::of_sweep(&flops, &parts))
     }
 }
 
