@@ -33,11 +33,11 @@ impl Workload {
     }
 
     /// The shapes it is timed at: its own. A bucket is tuned over its range:
-    /// at [`SWEEP`] shapes spaced evenly in log size along every range at once,
-    /// from its bottom to its top, its anchor (a shape where a read
-    /// would leave its tensor, which a wrapper refuses, left out); the tuner
-    /// times each and ranks by their geometric mean GFLOP/s, so that every
-    /// part of the range weighs alike.
+    /// at [`SWEEP`] shapes spaced evenly in log size along every range at
+    /// once, from its bottom to its top (its anchor, always kept); a shape
+    /// where a read would leave its tensor, which a wrapper refuses, is left
+    /// out. The tuner times each and ranks by their geometric mean GFLOP/s,
+    /// so that every part of the range weighs alike.
     pub fn sweep(&self) -> Vec<Vec<i64>> {
         let spec = &self.op.specializations[self.spec];
         let Some(bucket) = &spec.bucket else {
