@@ -166,18 +166,11 @@ pub fn generic_dispatcher(
     s.push_str("  int32_t best__ = -1;\n");
     for (i, b) in buckets.iter().enumerate() {
         let Some(range) = &b.range else { continue };
-        let conds: Vec<String> = range
-            .iter()
-            .map(|(v, lo, hi)| match lo == hi {
-                true => format!("{v} == {lo}"),
-                false => format!("{lo} <= {v} && {v} <= {hi}"),
-            })
-            .collect();
-        let cond = if conds.is_empty() {
-            "1".to_string()
-        } else {
-            conds.join(" && ")
-        };
+        let conds = range.iter().map(|(v, lo, hi)| match lo == hi {
+            true => format!("{v} == {lo}"),
+            false => format!("{lo} <= {v} && {v} <= {hi}"),
+        });
+        let cond = join_or(conds, " && ", "1");
         let _ = writeln!(s, "  if (best__ < 0 && {cond}) best__ = {i};");
     }
     s.push_str("  if (best__ < 0) {\n    int64_t dist__ = INT64_MAX;\n");
@@ -185,16 +178,11 @@ pub fn generic_dispatcher(
         let _ = writeln!(s, "    const int64_t h__{v} = {symbol}__half_octave({v});");
     }
     for (i, b) in buckets.iter().enumerate() {
-        let terms: Vec<String> = b
+        let terms = b
             .anchor
             .iter()
-            .map(|(v, a)| format!("llabs(h__{v} - {})", half_octave(*a)))
-            .collect();
-        let d = if terms.is_empty() {
-            "0".to_string()
-        } else {
-            terms.join(" + ")
-        };
+            .map(|(v, a)| format!("llabs(h__{v} - {})", half_octave(*a)));
+        let d = join_or(terms, " + ", "0");
         let _ = writeln!(s, "    if ({d} < dist__) {{ dist__ = {d}; best__ = {i}; }}");
     }
     s.push_str("  }\n  switch (best__) {\n");
@@ -209,6 +197,15 @@ pub fn generic_dispatcher(
     s.push_str("  }\n");
     let _ = writeln!(s, "  return {}({args});\n}}", naive.symbol);
     s
+}
+
+/// `items` joined by `sep`, or `empty` when there are none.
+fn join_or(items: impl Iterator<Item = String>, sep: &str, empty: &str) -> String {
+    let items: Vec<String> = items.collect();
+    match items.is_empty() {
+        true => empty.to_string(),
+        false => items.join(sep),
+    }
 }
 
 /// `<symbol>__half_octave` of the generated C, for an anchor's size.

@@ -385,6 +385,14 @@ impl Specialization {
             .and_then(|b| b.ranges.iter().find(|r| r.var == v))
             .map_or((self.values[v], self.values[v]), |r| (r.lo, r.hi))
     }
+
+    /// The size of input shape variable `v` as written: `1024`, or `1..=4096`.
+    pub fn size_text(&self, v: ShapeVarId) -> String {
+        match self.range(v) {
+            (lo, hi) if lo == hi => lo.to_string(),
+            (lo, hi) => format!("{lo}..={hi}"),
+        }
+    }
 }
 
 // `Debug` feeds the IR fingerprint (kernel symbols): without a bucket it

@@ -70,10 +70,7 @@ pub fn variant_name(op: &Operator, variant: Variant) -> String {
         Variant::Specialized(i) => {
             let spec = &op.specializations[i];
             op.input_shape_vars()
-                .map(|(v, var)| match spec.range(v) {
-                    (lo, hi) if lo == hi => format!("{}{lo}", var.name),
-                    (lo, hi) => format!("{}{lo}..={hi}", var.name),
-                })
+                .map(|(v, var)| format!("{}{}", var.name, spec.size_text(v)))
                 .collect::<Vec<_>>()
                 .join("_")
         }

@@ -1009,10 +1009,7 @@ fn overlap(op: &Operator, a: &Specialization, b: &Specialization) -> bool {
 /// `M = 1..=4096, N = 1024` for messages.
 fn bucket_text(op: &Operator, s: &Specialization) -> String {
     op.input_shape_vars()
-        .map(|(v, var)| match s.range(v) {
-            (lo, hi) if lo == hi => format!("{} = {lo}", var.name),
-            (lo, hi) => format!("{} = {lo}..={hi}", var.name),
-        })
+        .map(|(v, var)| format!("{} = {}", var.name, s.size_text(v)))
         .collect::<Vec<_>>()
         .join(", ")
 }

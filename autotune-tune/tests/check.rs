@@ -33,6 +33,14 @@ use autotune_tune::session::measure_candidates;
 
 const RELU_SIG: &str = "int32_t CANDIDATE(const float *restrict in_x, float *restrict out)";
 
+/// Each record's error class (`None`: measured).
+fn error_classes(records: &[autotune_tune::record::Record]) -> Vec<Option<ErrorClass>> {
+    records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.class))
+        .collect()
+}
+
 /// A kernel that skips elements, or writes one past its output, is wrong even
 /// where what it left behind happens to equal the reference (the zeros of a
 /// ReLU): outputs are poisoned before the check, and guarded.
@@ -59,10 +67,7 @@ fn unwritten_and_overrun_outputs_are_wrong_results() {
         )),
     ];
     let records = measure_candidates(&w, &candidates, &opts).unwrap();
-    let classes: Vec<Option<ErrorClass>> = records
-        .iter()
-        .map(|r| r.error.as_ref().map(|e| e.class))
-        .collect();
+    let classes = error_classes(&records);
     assert_eq!(
         classes,
         vec![
@@ -114,10 +119,7 @@ fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
         Candidate::Config(space.default_config(&w.op, w.shapes())),
     ];
     let records = measure_candidates(&w, &candidates, &opts).unwrap();
-    let classes: Vec<Option<ErrorClass>> = records
-        .iter()
-        .map(|r| r.error.as_ref().map(|e| e.class))
-        .collect();
+    let classes = error_classes(&records);
     assert_eq!(
         classes,
         vec![None, Some(ErrorClass::WrongResult), None],
