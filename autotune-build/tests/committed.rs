@@ -9,33 +9,53 @@ mod common;
 use std::collections::BTreeMap;
 
 use autotune_codegen::{Config, Isa, Workload};
-use autotune_tune::measure::{build_batch, TimingOptions};
+use autotune_tune::measure::{on_every_core, Candidate, Harness, TimingOptions};
+
+/// A committed cache's workload with its entries' distinct configs per ISA level.
+type Checks<'a> = (&'a str, Workload, BTreeMap<Isa, Vec<Config>>);
 
 #[test]
 #[ignore = "compiles every committed kernel at up to three ISA levels (minutes); .ci/run runs it"]
 fn every_committed_kernel_is_correct_at_every_isa_level() {
     let best = Isa::detect();
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("committed");
-    // One batch per workload and level: its entries (CPUs, thread counts) share
-    // the harness and are compiled side by side.
-    let mut batches: BTreeMap<(String, Isa), (&str, Workload, Vec<Config>)> = BTreeMap::new();
+    // Per workload, the distinct configs of its entries (CPUs, thread counts)
+    // at each level: one harness (inputs, reference, runtime) serves them all.
+    let mut workloads: BTreeMap<String, Checks> = BTreeMap::new();
     for (cache, w, e) in common::current_entries() {
+        let key = format!("{cache}/{}", w.id());
+        let (_, _, levels) = workloads
+            .entry(key)
+            .or_insert_with(|| (cache, w.clone(), BTreeMap::new()));
         for isa in [e.target.isa, Isa::Avx2, Isa::Baseline] {
-            if isa > best {
-                continue;
-            }
-            let key = (format!("{cache}/{}", w.id()), isa);
-            let batch = batches
-                .entry(key)
-                .or_insert_with(|| (cache, w.clone(), Vec::new()));
-            if !batch.2.contains(&e.config) {
-                batch.2.push(e.config.clone());
+            let configs = levels.entry(isa).or_default();
+            if isa <= best && !configs.contains(&e.config) {
+                configs.push(e.config.clone());
             }
         }
     }
+    // Workloads are checked on every core: a workload's few candidates alone
+    // would leave cores idle while its harness and driver build.
+    let workloads: Vec<_> = workloads.into_values().enumerate().collect();
+    let checked: usize = on_every_core(&workloads, |(i, w)| {
+        check_workload(w, &dir.join(format!("w{i}")))
+    })
+    .into_iter()
+    .sum();
+    println!("{checked} committed kernels checked");
+    assert!(checked > 0);
+}
+
+/// Checks a workload's configs at each level (with one harness); returns how
+/// many kernels it checked.
+fn check_workload((cache, w, levels): &Checks, dir: &std::path::Path) -> usize {
+    let harness = Harness::new(w, Isa::Baseline, dir, 1)
+        .unwrap_or_else(|err| panic!("{cache}: {}: {err}", w.key()));
     let mut checked = 0;
-    for ((_, isa), (cache, w, configs)) in batches {
-        let batch = build_batch(&w, &configs, isa, &dir, 1)
+    for (isa, configs) in levels.iter().filter(|(_, c)| !c.is_empty()) {
+        let candidates: Vec<Candidate> = configs.iter().cloned().map(Candidate::Config).collect();
+        let batch = harness
+            .build_at(&candidates, *isa, &dir.join(isa.to_string()))
             .unwrap_or_else(|err| panic!("{cache}: {} at {isa}: {err}", w.key()));
         for (i, config) in configs.iter().enumerate() {
             batch
@@ -46,6 +66,5 @@ fn every_committed_kernel_is_correct_at_every_isa_level() {
             checked += 1;
         }
     }
-    println!("{checked} committed kernels checked");
-    assert!(checked > 0);
+    checked
 }

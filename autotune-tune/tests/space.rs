@@ -100,11 +100,9 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
     let root =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("generic-{}", common::target().isa));
     const SIZES: [i64; 12] = [0, 1, 2, 3, 7, 13, 15, 16, 17, 31, 33, 47];
-    let timing = autotune_tune::measure::TimingOptions {
-        threads: 2,
-        ..Default::default()
-    };
-    let (mut checked, mut slow, mut empty) = (0, 0, 0);
+    // Every draw first, in order (the seed fixes them), then the checks on
+    // every core.
+    let mut jobs = Vec::new();
     for op in test_ops() {
         let anchor = match op.specializations.first() {
             Some(s) => s.values.clone(),
@@ -129,54 +127,79 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
             spec: at.specializations.len() - 1,
             op: at,
         };
-        empty += usize::from(w.shapes().contains(&0));
         let dir = root.join(&op.name);
-        let mut harness = measure::Harness::new(&w, common::target().isa, &dir, seed)
-            .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-        harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
-        // The generic kernel's tiled path, called directly: at these sizes its
-        // dispatcher would mostly pick the default schedule.
-        let candidates: Vec<measure::Candidate> = configs
-            .iter()
-            .map(|config| {
-                let g = autotune_codegen::GenericSchedule {
-                    at: Specialization::exact(anchor.clone()),
-                    config: config.clone(),
-                };
-                let c = autotune_codegen::generic_c(
-                    &op,
-                    &[g],
-                    &[common::target().isa],
-                    common::target().isa,
-                    "CANDIDATE__generic".to_string(),
-                    measure::RUNTIME_PREFIX.to_string(),
-                )
-                .unwrap_or_else(|e| panic!("{}: {e}", op.name));
-                measure::Candidate::Source(
-                    c + &measure::call_at_shapes(&w, "CANDIDATE", "CANDIDATE__generic__t0"),
-                )
-            })
-            .collect();
-        let batch = harness
-            .build(&candidates, &dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-        for (i, c) in configs.iter().enumerate() {
-            if matches!(&batch.failed[i], Some((ErrorClass::CompileTimeout, _))) {
-                slow += 1;
-                continue;
-            }
-            batch.check(i, &timing).unwrap_or_else(|e| {
-                panic!(
-                    "{} (generic, config {c} of the space at {anchor:?}): {e} (seed {seed})",
-                    w.key()
-                )
-            });
-            checked += 1;
-        }
+        jobs.push((w, anchor, configs, dir));
     }
+    let empty = jobs.iter().filter(|j| j.0.shapes().contains(&0)).count();
+    let counts = measure::on_every_core(&jobs, |(w, anchor, configs, dir)| {
+        check_generic(w, anchor, configs, dir, seed)
+    });
+    let (checked, slow) = counts
+        .iter()
+        .fold((0, 0), |(c, s), (c1, s1)| (c + c1, s + s1));
     println!("generic kernels: {checked} checked ({empty} shapes with a 0), {slow} skipped");
     assert!(checked > 50, "checked {checked} configs");
     assert!(slow * 20 <= checked, "{slow} compile too slowly");
+}
+
+/// Checks the generic kernel of `w`'s operator with each of `configs` (of the
+/// space at `anchor`) at `w`'s shapes, on two threads; returns how many were
+/// checked and how many were skipped for compile time.
+fn check_generic(
+    w: &Workload,
+    anchor: &[i64],
+    configs: &[Config],
+    dir: &Path,
+    seed: u64,
+) -> (usize, usize) {
+    let timing = autotune_tune::measure::TimingOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let mut harness = measure::Harness::new(w, common::target().isa, dir, seed)
+        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+    harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
+    // The generic kernel's tiled path, called directly: at these sizes its
+    // dispatcher would mostly pick the default schedule.
+    let candidates: Vec<measure::Candidate> = configs
+        .iter()
+        .map(|config| {
+            let g = autotune_codegen::GenericSchedule {
+                at: Specialization::exact(anchor.to_vec()),
+                config: config.clone(),
+            };
+            let c = autotune_codegen::generic_c(
+                &w.op,
+                &[g],
+                &[common::target().isa],
+                common::target().isa,
+                "CANDIDATE__generic".to_string(),
+                measure::RUNTIME_PREFIX.to_string(),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", w.op.name));
+            measure::Candidate::Source(
+                c + &measure::call_at_shapes(w, "CANDIDATE", "CANDIDATE__generic__t0"),
+            )
+        })
+        .collect();
+    let batch = harness
+        .build(&candidates, dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+    let (mut checked, mut slow) = (0, 0);
+    for (i, c) in configs.iter().enumerate() {
+        if matches!(&batch.failed[i], Some((ErrorClass::CompileTimeout, _))) {
+            slow += 1;
+            continue;
+        }
+        batch.check(i, &timing).unwrap_or_else(|e| {
+            panic!(
+                "{} (generic, config {c} of the space at {anchor:?}): {e} (seed {seed})",
+                w.key()
+            )
+        });
+        checked += 1;
+    }
+    (checked, slow)
 }
 
 #[test]
@@ -275,7 +298,9 @@ fn random_configs_match_the_reference() {
     let mut rng = StdRng::seed_from_u64(seed);
     let root =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("space-{}", common::target().isa));
-    let (mut checked, mut slow) = (0, 0);
+    // Every draw first, in order (the seed fixes them), then the checks on
+    // every core.
+    let mut jobs = Vec::new();
     for op in test_ops() {
         let Some(op) = with_random_shape(&op, &mut rng) else {
             continue;
@@ -289,42 +314,15 @@ fn random_configs_match_the_reference() {
             let mut configs = vec![space.default_config(&op, w.shapes())];
             configs.extend((0..cases).map(|_| space.config_at(rng.gen_range(0..space.size()))));
             let dir = root.join(format!("{}-{spec}", op.name));
-            let mut harness = measure::Harness::new(&w, common::target().isa, &dir, seed)
-                .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-            // Correctness is checked here, not compile time: a config whose code
-            // takes gcc minutes (huge unrolled tiles, which the search never
-            // proposes) is skipped and counted, at tuning's limit, as tuning
-            // records and skips it.
-            harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
-            let candidates: Vec<measure::Candidate> = configs
-                .iter()
-                .cloned()
-                .map(measure::Candidate::Config)
-                .collect();
-            let batch = harness
-                .build(&candidates, &dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-            // The batch's reference (the generic kernel) against the interpreter.
-            let inputs: Vec<Vec<f64>> = (0..op.inputs.len())
-                .map(|i| measure::read_output(&dir.join(format!("in{i}.bin")), op.dtype).unwrap())
-                .collect();
-            let want = autotune_lang::eval::evaluate(&op, w.shapes(), &inputs).unwrap();
-            let got = measure::read_output(&dir.join("reference.bin"), op.dtype).unwrap();
-            measure::compare(&got, &want, op.dtype)
-                .unwrap_or_else(|e| panic!("{} reference: {e}", w.key()));
-            for (i, c) in configs.iter().enumerate() {
-                if matches!(&batch.failed[i], Some((ErrorClass::CompileTimeout, _))) {
-                    println!("{}: {c}: compile past the limit, skipped", w.key());
-                    slow += 1;
-                    continue;
-                }
-                batch
-                    .check(i, &Default::default())
-                    .unwrap_or_else(|e| panic!("{} with config {c}: {e} (seed {seed})", w.key()));
-                checked += 1;
-            }
+            jobs.push((w, configs, dir));
         }
     }
+    let counts = measure::on_every_core(&jobs, |(w, configs, dir)| {
+        check_configs(w, configs, dir, seed)
+    });
+    let (checked, slow) = counts
+        .iter()
+        .fold((0, 0), |(c, s), (c1, s1)| (c + c1, s + s1));
     println!("random configs: {checked} kernels checked, {slow} skipped for compile time");
     assert!(checked > 50, "checked {checked} configs");
     assert!(
@@ -332,4 +330,47 @@ fn random_configs_match_the_reference() {
         "{slow} of {} configs compile too slowly",
         checked + slow
     );
+}
+
+/// Checks `configs` of `w` in `dir` against its reference, and the reference
+/// against the interpreter; returns how many were checked and how many were
+/// skipped for compile time.
+fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> (usize, usize) {
+    let op = &w.op;
+    let mut harness = measure::Harness::new(w, common::target().isa, dir, seed)
+        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+    // Correctness is checked here, not compile time: a config whose code
+    // takes gcc minutes (huge unrolled tiles, which the search never
+    // proposes) is skipped and counted, at tuning's limit, as tuning
+    // records and skips it.
+    harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
+    let candidates: Vec<measure::Candidate> = configs
+        .iter()
+        .cloned()
+        .map(measure::Candidate::Config)
+        .collect();
+    let batch = harness
+        .build(&candidates, dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+    // The batch's reference (the generic kernel) against the interpreter.
+    let inputs: Vec<Vec<f64>> = (0..op.inputs.len())
+        .map(|i| measure::read_output(&dir.join(format!("in{i}.bin")), op.dtype).unwrap())
+        .collect();
+    let want = autotune_lang::eval::evaluate(op, w.shapes(), &inputs).unwrap();
+    let got = measure::read_output(&dir.join("reference.bin"), op.dtype).unwrap();
+    measure::compare(&got, &want, op.dtype)
+        .unwrap_or_else(|e| panic!("{} reference: {e}", w.key()));
+    let (mut checked, mut slow) = (0, 0);
+    for (i, c) in configs.iter().enumerate() {
+        if matches!(&batch.failed[i], Some((ErrorClass::CompileTimeout, _))) {
+            println!("{}: {c}: compile past the limit, skipped", w.key());
+            slow += 1;
+            continue;
+        }
+        batch
+            .check(i, &Default::default())
+            .unwrap_or_else(|e| panic!("{} with config {c}: {e} (seed {seed})", w.key()));
+        checked += 1;
+    }
+    (checked, slow)
 }

@@ -38,7 +38,7 @@ use rand::{Rng, SeedableRng};
 
 pub use error::{ErrorClass, MeasureError};
 use process::{c_compiler, compile_objects, run_compiler, run_limited, COMPILE_TIMEOUT};
-pub use process::{compiler_version, HOST_TRIPLE};
+pub use process::{compiler_version, on_every_core, HOST_TRIPLE};
 
 /// How to time a candidate.
 #[derive(Clone, Copy, Debug)]
@@ -212,6 +212,19 @@ impl Harness {
     /// be generated or compiled is recorded in [`Batch::failed`] and the others
     /// still build.
     pub fn build(&self, candidates: &[Candidate], dir: &Path) -> Result<Batch, MeasureError> {
+        self.build_at(candidates, self.isa, dir)
+    }
+
+    /// As [`Harness::build`], with the candidates generated for ISA level
+    /// `isa` instead of the harness's: checking one config at several levels
+    /// shares the inputs, the reference and the runtime (the reference's level
+    /// does not change its output beyond the check's tolerance).
+    pub fn build_at(
+        &self,
+        candidates: &[Candidate],
+        isa: Isa,
+        dir: &Path,
+    ) -> Result<Batch, MeasureError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let w = &self.workload;
         let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
@@ -222,6 +235,7 @@ impl Harness {
                 // A bucket ships as a schedule of the generic kernel: time that.
                 Candidate::Config(c) if w.bucket().is_some() => self.generic(
                     &name,
+                    isa,
                     &[GenericSchedule {
                         at: w.op.specializations[w.spec].clone(),
                         config: c.clone(),
@@ -231,11 +245,11 @@ impl Harness {
                     &w.op,
                     Variant::Specialized(w.spec),
                     Some(c),
-                    &[self.isa],
+                    &[isa],
                     name.clone(),
                     RUNTIME_PREFIX.to_string(),
                 ),
-                Candidate::Generic(g) => self.generic(&name, g),
+                Candidate::Generic(g) => self.generic(&name, isa, g),
                 #[cfg(feature = "testing")]
                 Candidate::Source(src) => Ok(src.replace("CANDIDATE", &name)),
             };
@@ -277,16 +291,21 @@ impl Harness {
         })
     }
 
-    /// The generic kernel with `schedules`, and `name`: a call of it at the
-    /// workload's shapes.
-    fn generic(&self, name: &str, schedules: &[GenericSchedule]) -> Result<String, CodegenError> {
+    /// The generic kernel with `schedules` at level `isa`, and `name`: a call
+    /// of it at the workload's shapes.
+    fn generic(
+        &self,
+        name: &str,
+        isa: Isa,
+        schedules: &[GenericSchedule],
+    ) -> Result<String, CodegenError> {
         let w = &self.workload;
         let generic = format!("{name}__generic");
         let c = generic_c(
             &w.op,
             schedules,
-            &[self.isa],
-            self.isa,
+            &[isa],
+            isa,
             generic.clone(),
             RUNTIME_PREFIX.to_string(),
         )?;

@@ -43,29 +43,38 @@ pub(super) fn c_compiler() -> Result<cc::Tool, MeasureError> {
 }
 
 /// Compiles each file to an object with the shipping flags, each within
-/// `limit`, on as many workers as the process may use cores: each worker takes
-/// the next file when it is done, so a slow file does not hold up the rest.
+/// `limit`, on every core ([`on_every_core`]), so a slow file does not hold up
+/// the rest.
 pub(super) fn compile_objects(
     compiler: &cc::Tool,
     files: &[PathBuf],
     limit: Duration,
 ) -> Vec<Result<PathBuf, MeasureError>> {
+    on_every_core(files, |f| {
+        let o = f.with_extension("o");
+        let mut cmd = compiler.to_command();
+        cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
+        run_compiler(cmd, limit).map(|_| o)
+    })
+}
+
+/// `f` of each item, in order, computed by as many workers as the process may
+/// use cores, each taking the next item when it is done. A panic in `f` is
+/// passed on.
+pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(files.len());
+        .min(items.len());
     let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, Result<PathBuf, MeasureError>)> = std::thread::scope(|s| {
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(f) = files.get(i) else { break };
-                        let o = f.with_extension("o");
-                        let mut cmd = compiler.to_command();
-                        cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
-                        mine.push((i, run_compiler(cmd, limit).map(|_| o)));
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, f(item)));
                     }
                     mine
                 })
@@ -73,7 +82,7 @@ pub(super) fn compile_objects(
             .collect();
         handles
             .into_iter()
-            .flat_map(|h| h.join().expect("compiler worker"))
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
     done.sort_by_key(|d| d.0);
