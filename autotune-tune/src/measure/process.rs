@@ -201,3 +201,27 @@ fn kill_group(pgid: u32) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::on_every_core;
+
+    #[test]
+    fn every_item_is_mapped_once_in_order() {
+        let items: Vec<u64> = (0..100).collect();
+        // Uneven work, so the workers finish out of order.
+        let out = on_every_core(&items, |&i| {
+            std::thread::sleep(std::time::Duration::from_micros((i * 37) % 200));
+            i * i
+        });
+        assert_eq!(out, items.iter().map(|i| i * i).collect::<Vec<_>>());
+        assert!(on_every_core(&[] as &[u8], |_| 0).is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "item 7")]
+    fn a_panic_in_a_worker_is_passed_on() {
+        let items: Vec<u32> = (0..10).collect();
+        on_every_core(&items, |&i| assert!(i != 7, "item {i}"));
+    }
+}
