@@ -53,6 +53,9 @@ pub struct TuneOptions {
     /// timeout and skipped (a kernel that takes longer would slow every build
     /// that ships it; well-sized tiles compile in a second or two).
     pub compile_timeout: Duration,
+    /// Limit on a candidate's C: one over it is recorded as too large and
+    /// not compiled (deterministic, unlike the time limit).
+    pub max_source_bytes: usize,
     pub timing: TimingOptions,
     /// Where batch programs are built.
     pub dir: PathBuf,
@@ -72,6 +75,7 @@ impl Default for TuneOptions {
             early_stop: None,
             batch: 16,
             compile_timeout: Duration::from_secs(20),
+            max_source_bytes: crate::measure::MAX_SOURCE_BYTES,
             // Short samples: the tuner ranks many configs; final figures use longer ones.
             timing: TimingOptions {
                 min_sample_secs: 0.02,
@@ -254,6 +258,7 @@ pub fn tune(
 fn prepare(w: &Workload, opts: &TuneOptions, dir: &Path) -> Result<Harness, MeasureError> {
     let mut h = Harness::new(w, opts.target.isa, dir, opts.seed)?;
     h.compile_timeout = opts.compile_timeout;
+    h.max_source_bytes = opts.max_source_bytes;
     Ok(h)
 }
 

@@ -23,7 +23,9 @@ const SIG: &str = "int32_t CANDIDATE(const float *restrict in_a, const float *re
 fn every_fault_is_recorded_with_its_class() {
     let w = workload(8, 8, 8);
     let dir = scratch("tune-faults");
-    let opts = options(&dir);
+    let mut opts = options(&dir);
+    // Checked before compiling; the default config's C is well under it.
+    opts.max_source_bytes = 64 << 10;
     let space = Space::new(&w.op, w.shapes());
     let good = space.default_config(&w.op, w.shapes());
     let candidates = vec![
@@ -39,6 +41,7 @@ fn every_fault_is_recorded_with_its_class() {
             "{SIG} {{ (void)in_a; (void)in_b; for (int i = 0; i < 64; ++i) out[i] = 1.0f; return 0; }}"
         )),
         Candidate::Source(format!("{SIG} {{ (void)in_a; (void)in_b; (void)out; return 1; }}")),
+        Candidate::Source(format!("{SIG} {{ /* {} */ return 0; }}", "x".repeat(70 << 10))),
     ];
     let records = tune::measure_candidates(&w, &candidates, &opts).unwrap();
     let classes: Vec<Option<ErrorClass>> = records
@@ -54,6 +57,7 @@ fn every_fault_is_recorded_with_its_class() {
             Some(ErrorClass::RunTimeout),
             Some(ErrorClass::WrongResult),
             Some(ErrorClass::AllocFailed),
+            Some(ErrorClass::TooLarge),
         ]
     );
     assert!(records[0].gflops.unwrap() > 0.0);
@@ -72,6 +76,9 @@ fn every_fault_is_recorded_with_its_class() {
         "{:?}",
         records[2]
     );
+    let large = &records[6].error.as_ref().unwrap().message;
+    assert!(large.contains("65536-byte limit"), "{large}");
+    assert!(!dir.join("cand6.c").exists(), "not written, not compiled");
     // Every trial is in the log, in order.
     let logged = record::load_log(opts.log.as_ref().unwrap()).unwrap();
     assert_eq!(logged, records);

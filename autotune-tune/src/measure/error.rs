@@ -19,6 +19,8 @@ pub enum MeasureError {
     Compile(String),
     #[error("the compiler ran past its {0:?} time limit")]
     CompileTimeout(Duration),
+    #[error("{bytes} bytes of C, over the {limit}-byte limit: not compiled")]
+    TooLarge { bytes: usize, limit: usize },
     #[error("the candidate crashed: {0}")]
     Crash(String),
     #[error("the candidate ran past its {0:?} time limit")]
@@ -44,6 +46,7 @@ pub enum ErrorClass {
     InvalidConfig,
     CompileError,
     CompileTimeout,
+    TooLarge,
     RuntimeCrash,
     RunTimeout,
     WrongResult,
@@ -57,6 +60,7 @@ impl MeasureError {
             MeasureError::Config(_) => ErrorClass::InvalidConfig,
             MeasureError::Compile(_) => ErrorClass::CompileError,
             MeasureError::CompileTimeout(_) => ErrorClass::CompileTimeout,
+            MeasureError::TooLarge { .. } => ErrorClass::TooLarge,
             MeasureError::Crash(_) => ErrorClass::RuntimeCrash,
             MeasureError::Timeout(_) => ErrorClass::RunTimeout,
             MeasureError::WrongResult(_) => ErrorClass::WrongResult,
