@@ -231,6 +231,22 @@ pub fn lookup(
     }
 }
 
+/// This CPU's entry of `workload_id` on `target` of another generator
+/// version, if it has one: what a replayed [`Lookup::Foreign`] stands in for.
+pub fn own_stale<'a>(
+    entries: &'a [Entry],
+    workload_id: &WorkloadId,
+    target: &Target,
+    cpu: &Cpu,
+) -> Option<&'a Entry> {
+    entries.iter().find(|e| {
+        e.workload_id == *workload_id
+            && e.target == *target
+            && e.generator != GENERATOR_VERSION
+            && cpu.same(&e.tuned_on())
+    })
+}
+
 /// What a kernel carries besides the config the build chose (`default`,
 /// tuned on `default_cpu` for `threads` kernel threads, or none): the current
 /// configs of `workload_id` on `target` tuned on other CPUs (with a recorded

@@ -58,9 +58,17 @@ pub(crate) fn for_operator(
         let config = match (found, mode) {
             (Lookup::Hit(e) | Lookup::Foreign(e), m) if m != Mode::Retune => {
                 if !cpu.same(&e.tuned_on()) {
+                    let why = match cache::own_stale(&entries, &id, &look_target, cpu) {
+                        Some(s) => format!(
+                            "this CPU's entry ({cpu}) is stale (generator {} ≠ {})",
+                            s.generator,
+                            cache::GENERATOR_VERSION
+                        ),
+                        None => format!("the tuning cache has no entry for this CPU, {cpu}"),
+                    };
                     warn(&format!(
-                        "{}: replaying the config tuned on {}; the tuning cache has no entry \
-                         for this CPU, {cpu}. AUTOTUNE=retune tunes one here, beside it",
+                        "{}: replaying the config tuned on {}; {why}. AUTOTUNE=retune tunes one \
+                         here, beside it",
                         w.key(),
                         e.tuned_on(),
                     ));

@@ -241,6 +241,13 @@ fn entries_of_several_cpus_live_side_by_side() {
         cache::lookup(&[stale.clone()], &id("mm[M1]"), &t, &zen5, 2),
         Lookup::Stale(stale.clone())
     );
+    // The build's warning says which: this CPU's entry is stale, or it has none.
+    assert_eq!(
+        cache::own_stale(&with_stale, &id("mm[M1]"), &t, &zen5),
+        Some(&stale)
+    );
+    assert_eq!(cache::own_stale(&with_stale, &id("mm[M1]"), &t, &amd), None);
+    assert_eq!(cache::own_stale(&entries, &id("mm[M1]"), &t, &zen5), None);
     // What the kernel carries besides the build's choice: the other CPUs'
     // current configs with an id (not a stale one, not one without an id).
     let mut amd_config = on(&amd, entry("mm[M1]", 2.0));
