@@ -19,8 +19,9 @@ for round in $(seq 1 "$ROUNDS"); do
     log=$(AUTOTUNE_PROPTEST_SEED=$seed AUTOTUNE_PROPTEST_CASES=$CASES \
         cargo test --locked --release -p autotune-tune --test space random_configs -- --nocapture 2>&1) ||
         { echo "$log" | tail -30 | tee -a "$OUT"; echo "round $round: FAILED, seed $seed" | tee -a "$OUT"; exit 1; }
-    n=$(grep -o 'random configs: [0-9]* kernels checked' <<<"$log" | grep -o '[0-9]*' | head -1)
+    n=$(grep -o 'random configs: [0-9]* configs checked' <<<"$log" | grep -o '[0-9]*' | head -1)
+    skipped=$(grep -o '[0-9]* skipped at tuning' <<<"$log" | grep -o '[0-9]*' | head -1)
     total=$((total + n))
-    echo "round $round: seed $seed, $n kernels checked, all correct (total $total)" | tee -a "$OUT"
+    echo "round $round: seed $seed, $n kernels checked, all correct, $skipped skipped at tuning's limits (total $total)" | tee -a "$OUT"
 done
 echo "all rounds: $total kernels checked against the reference, none wrong" | tee -a "$OUT"

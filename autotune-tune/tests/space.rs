@@ -138,13 +138,26 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
     report("generic kernels", &tallies);
 }
 
+/// A harness for `w` in `dir` with tuning's limits. Correctness is checked
+/// here, not compile time: a config of huge unrolled tiles (which the search
+/// never proposes) is skipped and counted at those limits, as tuning records
+/// and skips it.
+fn tuning_harness(w: &Workload, dir: &Path, seed: u64) -> measure::Harness {
+    let mut harness = measure::Harness::new(w, common::target().isa, dir, seed)
+        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
+    let tuning = autotune_tune::TuneOptions::default();
+    harness.compile_timeout = tuning.compile_timeout;
+    harness.max_source_bytes = tuning.max_source_bytes;
+    harness
+}
+
 /// What checking a batch of configs found: how many were checked, and how
 /// many were skipped at tuning's limits (over its source size, or past its
 /// compile time).
 #[derive(Default)]
 struct Tally {
     checked: usize,
-    slow: usize,
+    skipped: usize,
 }
 
 /// Checks every config of `batch` that compiled, on `timing`'s threads; a
@@ -159,9 +172,10 @@ fn check_batch(
 ) -> Tally {
     let mut tally = Tally::default();
     for (i, c) in configs.iter().enumerate() {
-        if let Some((ErrorClass::TooLarge | ErrorClass::CompileTimeout, e)) = &batch.failed[i] {
+        if let Some((ErrorClass::SourceTooLarge | ErrorClass::CompileTimeout, e)) = &batch.failed[i]
+        {
             println!("{}: {e}, skipped", what(c));
-            tally.slow += 1;
+            tally.skipped += 1;
             continue;
         }
         batch
@@ -177,8 +191,8 @@ fn check_batch(
 /// asserted; a test that checked almost nothing fails.
 fn report(test: &str, tallies: &[Tally]) {
     let checked: usize = tallies.iter().map(|t| t.checked).sum();
-    let slow: usize = tallies.iter().map(|t| t.slow).sum();
-    println!("{test}: {checked} configs checked, {slow} skipped at tuning's limits");
+    let skipped: usize = tallies.iter().map(|t| t.skipped).sum();
+    println!("{test}: {checked} configs checked, {skipped} skipped at tuning's limits");
     assert!(checked > 50, "{test}: only {checked} configs checked");
 }
 
@@ -189,9 +203,7 @@ fn check_generic(w: &Workload, anchor: &[i64], configs: &[Config], dir: &Path, s
         threads: 2,
         ..Default::default()
     };
-    let mut harness = measure::Harness::new(w, common::target().isa, dir, seed)
-        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-    harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
+    let harness = tuning_harness(w, dir, seed);
     // The generic kernel's tiled path, called directly: at these sizes its
     // dispatcher would mostly pick the default schedule.
     let candidates: Vec<measure::Candidate> = configs
@@ -351,12 +363,7 @@ fn random_configs_match_the_reference() {
 /// against the interpreter.
 fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tally {
     let op = &w.op;
-    let mut harness = measure::Harness::new(w, common::target().isa, dir, seed)
-        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-    // Correctness is checked here, not compile time: a config of huge
-    // unrolled tiles (which the search never proposes) is skipped and
-    // counted at tuning's limits, as tuning records and skips it.
-    harness.compile_timeout = autotune_tune::TuneOptions::default().compile_timeout;
+    let harness = tuning_harness(w, dir, seed);
     let candidates: Vec<measure::Candidate> = configs
         .iter()
         .cloned()

@@ -57,7 +57,7 @@ fn every_fault_is_recorded_with_its_class() {
             Some(ErrorClass::RunTimeout),
             Some(ErrorClass::WrongResult),
             Some(ErrorClass::AllocFailed),
-            Some(ErrorClass::TooLarge),
+            Some(ErrorClass::SourceTooLarge),
         ]
     );
     assert!(records[0].gflops.unwrap() > 0.0);
@@ -77,8 +77,15 @@ fn every_fault_is_recorded_with_its_class() {
         records[2]
     );
     let large = &records[6].error.as_ref().unwrap().message;
-    assert!(large.contains("65536-byte limit"), "{large}");
-    assert!(!dir.join("cand6.c").exists(), "not written, not compiled");
+    assert!(large.contains("over the 65536-byte limit"), "{large}");
+    assert!(
+        opts.dir.join("cand5.c").exists(),
+        "the batch's files are here"
+    );
+    assert!(
+        !opts.dir.join("cand6.c").exists(),
+        "not written, not compiled"
+    );
     // Every trial is in the log, in order.
     let logged = record::load_log(opts.log.as_ref().unwrap()).unwrap();
     assert_eq!(logged, records);

@@ -20,7 +20,7 @@ pub enum MeasureError {
     #[error("the compiler ran past its {0:?} time limit")]
     CompileTimeout(Duration),
     #[error("{bytes} bytes of C, over the {limit}-byte limit: not compiled")]
-    TooLarge { bytes: usize, limit: usize },
+    SourceTooLarge { bytes: usize, limit: usize },
     #[error("the candidate crashed: {0}")]
     Crash(String),
     #[error("the candidate ran past its {0:?} time limit")]
@@ -46,7 +46,7 @@ pub enum ErrorClass {
     InvalidConfig,
     CompileError,
     CompileTimeout,
-    TooLarge,
+    SourceTooLarge,
     RuntimeCrash,
     RunTimeout,
     WrongResult,
@@ -60,7 +60,7 @@ impl MeasureError {
             MeasureError::Config(_) => ErrorClass::InvalidConfig,
             MeasureError::Compile(_) => ErrorClass::CompileError,
             MeasureError::CompileTimeout(_) => ErrorClass::CompileTimeout,
-            MeasureError::TooLarge { .. } => ErrorClass::TooLarge,
+            MeasureError::SourceTooLarge { .. } => ErrorClass::SourceTooLarge,
             MeasureError::Crash(_) => ErrorClass::RuntimeCrash,
             MeasureError::Timeout(_) => ErrorClass::RunTimeout,
             MeasureError::WrongResult(_) => ErrorClass::WrongResult,
