@@ -254,8 +254,9 @@ pub fn tune(
     Ok(summary)
 }
 
-/// The measurement harness of a run, in `dir`.
-fn prepare(w: &Workload, opts: &TuneOptions, dir: &Path) -> Result<Harness, MeasureError> {
+/// The measurement harness of a run in `dir`, for `opts`'s target and seed,
+/// with its limits on a candidate's compile time and source size.
+pub fn prepare(w: &Workload, opts: &TuneOptions, dir: &Path) -> Result<Harness, MeasureError> {
     let mut h = Harness::new(w, opts.target.isa, dir, opts.seed)?;
     h.compile_timeout = opts.compile_timeout;
     h.max_source_bytes = opts.max_source_bytes;

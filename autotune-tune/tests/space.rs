@@ -143,12 +143,12 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
 /// never proposes) is skipped and counted at those limits, as tuning records
 /// and skips it.
 fn tuning_harness(w: &Workload, dir: &Path, seed: u64) -> measure::Harness {
-    let mut harness = measure::Harness::new(w, common::target().isa, dir, seed)
-        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-    let tuning = autotune_tune::TuneOptions::default();
-    harness.compile_timeout = tuning.compile_timeout;
-    harness.max_source_bytes = tuning.max_source_bytes;
-    harness
+    let opts = autotune_tune::TuneOptions {
+        seed,
+        target: common::target(),
+        ..Default::default()
+    };
+    autotune_tune::session::prepare(w, &opts, dir).unwrap_or_else(|e| panic!("{}: {e}", w.key()))
 }
 
 /// What checking a batch of configs found: how many were checked, and how
