@@ -175,6 +175,46 @@ fn a_corrupt_log_is_reported_with_its_line() {
     );
 }
 
+/// A log written by a newer autotune, with a failure class this one does not
+/// know, still loads: the trial reads as a failure of an unknown class.
+#[test]
+fn a_failure_class_from_a_newer_version_still_loads() {
+    let w = workload(12, 32, 16);
+    let dir = scratch("tune-newer-class");
+    let mut opts = options(&dir);
+    opts.trials = 2;
+    tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let log = opts.log.clone().unwrap();
+    let mut lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("gflops");
+    o.remove("seconds");
+    o.insert(
+        "error".into(),
+        serde_json::json!({"class": "a_class_from_the_future", "message": "m"}),
+    );
+    lines[0] = v.to_string();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let records = record::load_log(&log).unwrap();
+    let e = records[0].error.as_ref().unwrap();
+    assert_eq!(e.class, ErrorClass::Unknown);
+    assert_eq!(records[0].gflops, None);
+    // Resuming from it counts it as a failed trial, not as a measurement.
+    opts.trials = 3;
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        s.errors.get(&ErrorClass::Unknown),
+        Some(&1),
+        "{:?}",
+        s.errors
+    );
+}
+
 /// Records of another generator version (their configs may mean other code)
 /// are not resumed: the run measures its whole budget.
 #[test]

@@ -52,6 +52,10 @@ pub enum ErrorClass {
     WrongResult,
     AllocFailed,
     Harness,
+    /// A class this version does not know, read from a log that a newer
+    /// version wrote: the trial failed, for a reason this version cannot name.
+    #[serde(other)]
+    Unknown,
 }
 
 impl MeasureError {
