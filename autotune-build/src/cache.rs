@@ -178,8 +178,10 @@ pub enum Lookup {
     /// This CPU's entry.
     Hit(Entry),
     /// No entry of this CPU's, but one of another CPU's (of the same vendor if
-    /// there is one, else the newest): replayed, and callers say so.
-    Foreign(Entry),
+    /// there is one, else the newest): replayed, and callers say so; with this
+    /// CPU's entry of another generator version, if it has one (what the
+    /// replayed entry stands in for).
+    Foreign(Entry, Option<Entry>),
     /// Only entries of another generator version (this CPU's if there is
     /// one): reported, never applied.
     Stale(Entry),
@@ -224,27 +226,14 @@ pub fn lookup(
         };
         (kin(a), fit(a), &a.date).cmp(&(kin(b), fit(b), &b.date))
     });
-    match (foreign, own(&stale).or(stale.first().map(|e| (*e).clone()))) {
-        (Some(e), _) => Lookup::Foreign((*e).clone()),
+    let own_stale = own(&stale);
+    match (foreign, own_stale) {
+        (Some(e), own_stale) => Lookup::Foreign((*e).clone(), own_stale),
         (None, Some(e)) => Lookup::Stale(e),
-        (None, None) => Lookup::Miss,
+        (None, None) => stale
+            .first()
+            .map_or(Lookup::Miss, |e| Lookup::Stale((*e).clone())),
     }
-}
-
-/// This CPU's entry of `workload_id` on `target` of another generator
-/// version, if it has one: what a replayed [`Lookup::Foreign`] stands in for.
-pub fn own_stale<'a>(
-    entries: &'a [Entry],
-    workload_id: &WorkloadId,
-    target: &Target,
-    cpu: &Cpu,
-) -> Option<&'a Entry> {
-    entries.iter().find(|e| {
-        e.workload_id == *workload_id
-            && e.target == *target
-            && e.generator != GENERATOR_VERSION
-            && cpu.same(&e.tuned_on())
-    })
 }
 
 /// What a kernel carries besides the config the build chose (`default`,

@@ -51,14 +51,14 @@ pub(crate) fn for_operator(
         };
         let found = cache::lookup(&entries, &id, &look_target, cpu, settings.threads);
         // The CPU the chosen config was tuned on (this one's, unless replayed).
-        let default_cpu = match &found {
-            Lookup::Foreign(e) if mode != Mode::Retune => e.tuned_on(),
-            _ => cpu.clone(),
+        let (default_cpu, own_stale) = match &found {
+            Lookup::Foreign(e, s) if mode != Mode::Retune => (e.tuned_on(), s.clone()),
+            _ => (cpu.clone(), None),
         };
         let config = match (found, mode) {
-            (Lookup::Hit(e) | Lookup::Foreign(e), m) if m != Mode::Retune => {
+            (Lookup::Hit(e) | Lookup::Foreign(e, _), m) if m != Mode::Retune => {
                 if !cpu.same(&e.tuned_on()) {
-                    let why = match cache::own_stale(&entries, &id, &look_target, cpu) {
+                    let why = match own_stale {
                         Some(s) => format!(
                             "this CPU's entry ({cpu}) is stale (generator {} ≠ {})",
                             s.generator,

@@ -200,9 +200,12 @@ fn entries_of_several_cpus_live_side_by_side() {
     // The same model name on another microarchitecture is another CPU.
     assert_eq!(
         look(&other_intel),
-        Lookup::Foreign(on(&intel, entry("mm[M1]", 3.0)))
+        Lookup::Foreign(on(&intel, entry("mm[M1]", 3.0)), None)
     );
-    assert_eq!(look(&zen5), Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0))));
+    assert_eq!(
+        look(&zen5),
+        Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0)), None)
+    );
 
     // An entry written before CPU ids were recorded is this CPU's when the
     // model names agree.
@@ -223,7 +226,7 @@ fn entries_of_several_cpus_live_side_by_side() {
     );
     assert_eq!(
         cache::lookup(&with_legacy, &id("mm[M1]"), &t, &intel, 2),
-        Lookup::Foreign(legacy)
+        Lookup::Foreign(legacy, None)
     );
 
     // A generator change: this CPU's stale entry is reported, not applied; a
@@ -233,21 +236,20 @@ fn entries_of_several_cpus_live_side_by_side() {
     stale.config = "output.tile.i=4 output.order=i-j".parse().unwrap();
     let mut with_stale = entries.clone();
     with_stale.push(stale.clone());
+    // The replayed entry comes with this CPU's stale one, so the build's
+    // warning can say which: this CPU's entry is stale, or it has none.
     assert_eq!(
         cache::lookup(&with_stale, &id("mm[M1]"), &t, &zen5, 2),
-        Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0)))
+        Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0)), Some(stale.clone()))
+    );
+    assert_eq!(
+        cache::lookup(&with_stale, &id("mm[M1]"), &t, &other_intel, 2),
+        Lookup::Foreign(on(&intel, entry("mm[M1]", 3.0)), None)
     );
     assert_eq!(
         cache::lookup(&[stale.clone()], &id("mm[M1]"), &t, &zen5, 2),
         Lookup::Stale(stale.clone())
     );
-    // The build's warning says which: this CPU's entry is stale, or it has none.
-    assert_eq!(
-        cache::own_stale(&with_stale, &id("mm[M1]"), &t, &zen5),
-        Some(&stale)
-    );
-    assert_eq!(cache::own_stale(&with_stale, &id("mm[M1]"), &t, &amd), None);
-    assert_eq!(cache::own_stale(&entries, &id("mm[M1]"), &t, &zen5), None);
     // What the kernel carries besides the build's choice: the other CPUs'
     // current configs with an id (not a stale one, not one without an id).
     let mut amd_config = on(&amd, entry("mm[M1]", 2.0));

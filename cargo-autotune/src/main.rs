@@ -462,7 +462,7 @@ fn main() -> Result<()> {
                 Ok(
                     match cache::lookup(&entries, &w.id(), &target, &cpu, threads) {
                         cache::Lookup::Hit(e) => Some(e.config),
-                        cache::Lookup::Foreign(e) => {
+                        cache::Lookup::Foreign(e, _) => {
                             eprintln!(
                                 "{}: timing the config tuned on {}, not this CPU ({cpu})",
                                 w.key(),
@@ -765,7 +765,7 @@ fn main() -> Result<()> {
                         spec,
                     };
                     match cache::lookup(&entries, &w.id(), &host, &cpu, threads) {
-                        cache::Lookup::Hit(e) | cache::Lookup::Foreign(e) => {
+                        cache::Lookup::Hit(e) | cache::Lookup::Foreign(e, _) => {
                             let tuned_on = e.tuned_on();
                             let foreign = if cpu.same(&tuned_on) {
                                 String::new()
