@@ -9,6 +9,11 @@ the held-out model's ranking quality beside the shipped model's.
 
 The reference best is the best any run measured on the case (the REF_TRIALS
 xgb-rank run included), so a tuner's 95% mark is against all that was found.
+
+A directory holding runs in subdirectories instead (e.g. before/ and after/ of a
+change, each a fewshot.sh OUT sharing one reference run) is reported as one
+comparison: each subdirectory's tuners labelled with its name, against the best
+any of them measured.
 """
 
 import json
@@ -31,7 +36,8 @@ def at(curve, n):
 def first_pick(d, name, tuner, seed):
     """Throughput of a run's second trial (the model's top pick; the first is
     the default config), or None."""
-    with open(os.path.join(d, f"{name}.{tuner}.{seed}.jsonl")) as f:
+    sub, _, tuner = tuner.rpartition("/")
+    with open(os.path.join(d, sub, f"{name}.{tuner}.{seed}.jsonl")) as f:
         rows = [json.loads(line) for line in f]
     return rows[1].get("gflops") or 0.0 if len(rows) > 1 else None
 
@@ -45,15 +51,33 @@ def fmt(x, spec="{:.0f}"):
     return "—" if x is None else spec.format(x)
 
 
-def main(d):
+def runs_of(d):
+    """The runs of d, or of its subdirectories (tuners named `sub/tuner`, the
+    reference run once), and the directories holding them."""
     unpack(d)
     runs = load_runs(d)
+    if runs:
+        return runs, [""]
+    subs = sorted(e for e in os.listdir(d) if os.path.isdir(os.path.join(d, e)) and e != "models")
+    for sub in subs:
+        unpack(os.path.join(d, sub))
+        for name, tuners in load_runs(os.path.join(d, sub)).items():
+            for tuner, seeds in tuners.items():
+                key = tuner if tuner == "reference" else f"{sub}/{tuner}"
+                runs.setdefault(name, {}).setdefault(key, seeds)
+    return runs, subs
+
+
+def main(d):
+    runs, subs = runs_of(d)
+    order = [f"{sub}/{t}" if sub else t for t in ORDER for sub in subs]
     out = ["# Few-shot tuning on held-out workloads", ""]
-    log = os.path.join(d, "run.log")
-    if os.path.exists(log):
-        # The run's header lines, once each (a continued run appends its own).
-        heads = [line.strip() for line in open(log) if line.startswith(("# fewshot", "# corpus"))]
-        out += list(dict.fromkeys(heads)) + [""]
+    for sub in subs:
+        log = os.path.join(d, sub, "run.log")
+        if os.path.exists(log):
+            # The run's header lines, once each (a continued run appends its own).
+            heads = [line.strip() for line in open(log) if line.startswith(("# fewshot", "# corpus"))]
+            out += [f"{sub}:" if sub else ""] * bool(sub) + list(dict.fromkeys(heads)) + [""]
     for name in sorted(runs):
         tuners = runs[name]
         best = max(max(r["best"] or [0.0]) for t in tuners.values() for r in t.values())
@@ -62,18 +86,19 @@ def main(d):
         out += ["| tuner | seeds | trials to 95% | s to 95% | reached | trials run | zero-shot | "
                 + " | ".join(f"@{b}" for b in BUDGETS) + " |",
                 "|---|---|---|---|---|---|---|" + "---|" * len(BUDGETS)]
-        for tuner in ORDER:
+        for tuner in order:
             if tuner not in tuners:
                 continue
             seeds = tuners[tuner]
             reached = [reach(r["best"], 0.95 * best) for r in seeds.values()]
             secs = [r["elapsed"][n - 1] if n else None for r, n in zip(seeds.values(), reached)]
-            zero = [first_pick(d, name, tuner, s) for s in seeds] if tuner.startswith("few-shot") else []
+            few = tuner.rpartition("/")[2].startswith("few-shot")
+            zero = [first_pick(d, name, tuner, s) for s in seeds] if few else []
             zero = [z / best if z is not None else None for z in zero]
             row = [tuner, str(len(seeds)), fmt(median_or_none(reached)), fmt(median_or_none(secs)),
                    f"{sum(n is not None for n in reached)}/{len(seeds)}",
                    fmt(median_or_none([len(r["best"]) for r in seeds.values()])),
-                   fmt(median_or_none(zero), "{:.2f}") if tuner.startswith("few-shot") else ""]
+                   fmt(median_or_none(zero), "{:.2f}") if few else ""]
             row += [fmt(statistics.median(at(r["best"], b) for r in seeds.values()) / best, "{:.2f}")
                     for b in BUDGETS]
             out.append("| " + " | ".join(row) + " |")
@@ -81,10 +106,12 @@ def main(d):
         for kind, what in [("heldout", "trained without the family (rank:pairwise, as shipped)"),
                            ("heldout-reg", "trained without the family by regression"),
                            ("seen", "that saw it (the shipped one)")]:
-            path = os.path.join(d, f"{name}.rank-{kind}.txt")
-            if os.path.exists(path):
-                out += [f"Ranking of the family's corpus records by the model {what}:",
-                        "", "```"] + [line.rstrip() for line in open(path)] + ["```", ""]
+            for sub in subs:
+                path = os.path.join(d, sub, f"{name}.rank-{kind}.txt")
+                if os.path.exists(path):
+                    by = f" ({sub})" if sub else ""
+                    out += [f"Ranking of the family's corpus records by the model {what}{by}:",
+                            "", "```"] + [line.rstrip() for line in open(path)] + ["```", ""]
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write("\n".join(out) + "\n")
     print("\n".join(out))

@@ -88,6 +88,39 @@ fn itervar_features_see_the_loop_nest() {
     );
 }
 
+/// The curve features end with the register tile and the work around it:
+/// accumulators, lanes, arithmetic per load, executed over useful arithmetic,
+/// the innermost loop, the unroll, the parallel tasks and the bytes copied per
+/// flop ([`autotune_tune::features`]).
+#[test]
+fn curve_features_see_the_register_tile_and_the_overhang() {
+    let w = gemm(64, 64, 64);
+    let f = Featurizer::new(&w, FeatureSet::Curve);
+    let kernel = |text: &str| {
+        let v = f.features(&text.parse().unwrap()).unwrap();
+        v[v.len() - 8..].to_vec()
+    };
+    let knobs = "output.block.i=16 output.block.j=4 output.order=j-i output.pack.0=1 \
+                 output.pack.1=1 output.parallel=1 output.split.k=64 output.unroll=4 \
+                 output.vector=j16";
+    // 6 rows of 3 vectors: 18 accumulators of 16 lanes; 64 rows are 11 tiles
+    // of 6 and 64 columns 2 tiles of 48, so 66×96 outputs are computed.
+    let big = kernel(&format!("{knobs} output.tile.i=6 output.tile.j=3"));
+    // 4 rows of 1 vector: 4 accumulators, tiles that divide 64.
+    let small = kernel(&format!("{knobs} output.tile.i=4 output.tile.j=1"));
+    let unlog = |x: f32| 2f64.powf(x as f64) - 1.0;
+    assert_eq!(unlog(big[0]).round(), 18.0, "{big:?}");
+    assert_eq!(unlog(small[0]).round(), 4.0, "{small:?}");
+    assert_eq!(unlog(big[1]).round(), 16.0, "lanes: {big:?}");
+    // More accumulators share each load: more arithmetic per load.
+    assert!(big[2] > small[2], "{big:?} {small:?}");
+    assert!(
+        (big[3] - 66.0 * 96.0 / 4096.0).abs() < 1e-3,
+        "overhang: {big:?}"
+    );
+    assert_eq!(small[3], 1.0, "no overhang: {small:?}");
+}
+
 /// Rows of a synthetic problem whose true order is known: throughput falls with
 /// the distance of two features from a sweet spot, the third is noise.
 fn synthetic(n: usize, seed: u64) -> TrainingSet {
