@@ -181,7 +181,7 @@ pub enum Lookup {
     /// there is one, else the newest): replayed, and callers say so; with this
     /// CPU's entry of another generator version, if it has one (what the
     /// replayed entry stands in for).
-    Foreign(Entry, Option<Entry>),
+    Foreign(Entry, Option<Box<Entry>>),
     /// Only entries of another generator version (this CPU's if there is
     /// one): reported, never applied.
     Stale(Entry),
@@ -228,7 +228,7 @@ pub fn lookup(
     });
     let own_stale = own(&stale);
     match (foreign, own_stale) {
-        (Some(e), own_stale) => Lookup::Foreign((*e).clone(), own_stale),
+        (Some(e), own_stale) => Lookup::Foreign((*e).clone(), own_stale.map(Box::new)),
         (None, Some(e)) => Lookup::Stale(e),
         (None, None) => stale
             .first()

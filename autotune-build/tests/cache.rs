@@ -240,7 +240,10 @@ fn entries_of_several_cpus_live_side_by_side() {
     // warning can say which: this CPU's entry is stale, or it has none.
     assert_eq!(
         cache::lookup(&with_stale, &id("mm[M1]"), &t, &zen5, 2),
-        Lookup::Foreign(on(&amd, entry("mm[M1]", 2.0)), Some(stale.clone()))
+        Lookup::Foreign(
+            on(&amd, entry("mm[M1]", 2.0)),
+            Some(Box::new(stale.clone()))
+        )
     );
     assert_eq!(
         cache::lookup(&with_stale, &id("mm[M1]"), &t, &other_intel, 2),

@@ -317,7 +317,7 @@ struct Profile {
     /// Arithmetic of one execution of the main statement.
     main_flops: f64,
     /// The register tile and the work around it ([`kernel_features`]).
-    kernel: Vec<f32>,
+    kernel: [f32; KERNEL_FEATURES],
 }
 
 impl Profile {
@@ -409,7 +409,7 @@ impl Profile {
             scratch_bytes: n.scratch_elems * elem_bytes,
             lanes: n.lanes,
             main_flops: n.flops_per_iteration / n.statements.max(1.0),
-            kernel: Vec::new(),
+            kernel: [0.0; KERNEL_FEATURES],
         }
     }
 
@@ -492,7 +492,7 @@ const KERNEL_FEATURES: usize = 8;
 /// innermost loop's extent, the parallel tasks and the bytes copied per flop.
 /// Figures of the machine's limits rather than of the workload, so they
 /// keep their meaning on workloads the model never saw.
-fn kernel_features(n: &NestShape, elem_bytes: f64) -> Vec<f32> {
+fn kernel_features(n: &NestShape, elem_bytes: f64) -> [f32; KERNEL_FEATURES] {
     let loads: f64 = n
         .operands
         .iter()
@@ -506,7 +506,7 @@ fn kernel_features(n: &NestShape, elem_bytes: f64) -> Vec<f32> {
         .filter(|l| l.run == LoopRun::Parallel)
         .map(|l| l.extent)
         .product();
-    let v = vec![
+    [
         slog(n.accumulators as f64),
         slog(n.lanes as f64),
         slog(n.flops_per_iteration / loads.max(1.0)),
@@ -514,10 +514,9 @@ fn kernel_features(n: &NestShape, elem_bytes: f64) -> Vec<f32> {
         slog(n.loops.first().map_or(1.0, |l| l.extent)),
         slog(n.unroll as f64),
         slog(parallel),
+        // Per thousand flops: the log scale resolves the small ratios then.
         slog(1e3 * n.scratch_elems * elem_bytes / n.total_flops.max(1.0)),
-    ];
-    debug_assert_eq!(v.len(), KERNEL_FEATURES);
-    v
+    ]
 }
 
 struct Walker {
@@ -712,7 +711,7 @@ impl Nest {
                 .into_iter()
                 .map(|b| b.into_iter().take(n).collect())
                 .collect(),
-            kernel: Vec::new(),
+            kernel: [0.0; KERNEL_FEATURES],
         }
     }
 }
