@@ -189,7 +189,6 @@ impl Featurizer {
         };
         let shapes = &self.op.specializations[self.spec].values;
         let shape = nest_shape(&self.op, shapes, &plan);
-        let kernel = kernel_features(&shape, elem_bytes);
         let mut profile = match self.source {
             FeatureSource::Plan => Profile::of_shape(&shape, elem_bytes),
             FeatureSource::Lowered => {
@@ -203,7 +202,9 @@ impl Featurizer {
                 Nest::of(&kernel).profile()
             }
         };
-        profile.kernel = kernel;
+        // From the plan whichever way the nest was described: the walker
+        // does not model the register tile.
+        profile.kernel = kernel_features(&shape, elem_bytes);
         Ok(profile)
     }
 
