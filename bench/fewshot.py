@@ -77,7 +77,9 @@ def main(d):
         if os.path.exists(log):
             # The run's header lines, once each (a continued run appends its own).
             heads = [line.strip() for line in open(log) if line.startswith(("# fewshot", "# corpus"))]
-            out += [f"{sub}:" if sub else ""] * bool(sub) + list(dict.fromkeys(heads)) + [""]
+            if sub:
+                out.append(f"{sub}:")
+            out += list(dict.fromkeys(heads)) + [""]
     for name in sorted(runs):
         tuners = runs[name]
         best = max(max(r["best"] or [0.0]) for t in tuners.values() for r in t.values())

@@ -175,6 +175,22 @@ fn a_corrupt_log_is_reported_with_its_line() {
     );
 }
 
+/// Rewrites each record of the log at `path` (as JSON, with its position) to
+/// stand for a log that another version wrote.
+fn rewrite_log(path: &std::path::Path, edit: impl Fn(usize, &mut serde_json::Value)) {
+    let lines: Vec<String> = record::load_log(path)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut v = serde_json::to_value(r).unwrap();
+            edit(i, &mut v);
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
 /// A log written by a newer autotune, with a failure class this one does not
 /// know, still loads: the trial reads as a failure of an unknown class.
 #[test]
@@ -185,21 +201,17 @@ fn a_failure_class_from_a_newer_version_still_loads() {
     opts.trials = 2;
     tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     let log = opts.log.clone().unwrap();
-    let mut lines: Vec<String> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
-    let mut v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
-    let o = v.as_object_mut().unwrap();
-    o.remove("gflops");
-    o.remove("seconds");
-    o.insert(
-        "error".into(),
-        serde_json::json!({"class": "a_class_from_the_future", "message": "m"}),
-    );
-    lines[0] = v.to_string();
-    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    rewrite_log(&log, |i, v| {
+        if i == 0 {
+            let o = v.as_object_mut().unwrap();
+            o.remove("gflops");
+            o.remove("seconds");
+            o.insert(
+                "error".into(),
+                serde_json::json!({"class": "a_class_from_the_future", "message": "m"}),
+            );
+        }
+    });
     let records = record::load_log(&log).unwrap();
     let e = records[0].error.as_ref().unwrap();
     assert_eq!(e.class, ErrorClass::Unknown);
@@ -227,16 +239,7 @@ fn records_of_another_generator_are_not_resumed() {
     assert_eq!(first.trials, 4);
     // The same records, as an older generator wrote them.
     let log = opts.log.clone().unwrap();
-    let old: Vec<String> = record::load_log(&log)
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let mut v = serde_json::to_value(r).unwrap();
-            v["generator"] = serde_json::json!(0);
-            v.to_string()
-        })
-        .collect();
-    std::fs::write(&log, old.join("\n") + "\n").unwrap();
+    rewrite_log(&log, |_, v| v["generator"] = serde_json::json!(0));
     let second = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
     assert_eq!(second.resumed, 0, "records of generator 0 were resumed");
     assert_eq!(second.trials, 4);
