@@ -14,7 +14,10 @@
 //! store replaces only the entry of its own CPU and thread count; the others
 //! ship as [`variants`] the kernel picks at run time. Entries of another
 //! generator version are stale: reported and used as seeds, never applied,
-//! and kept (whoever has that CPU re-tunes them).
+//! and kept (whoever has that CPU re-tunes them) -- unless the entry records
+//! the [`KernelFingerprint`] of the kernel it timed and this generator still
+//! makes that kernel from its config: then [`load_for`] carries it over as
+//! current, so a generator change re-tunes only the kernels it changed.
 //!
 //! Writes merge into the file under a lock and replace it atomically, so two
 //! builds writing at once lose nothing; a file that does not parse is reported
@@ -23,15 +26,16 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use autotune_codegen::{Config, CpuId, Target, WorkloadId};
+use autotune_codegen::{Config, CpuId, KernelFingerprint, Target, Workload, WorkloadId};
+use autotune_lang::Operator;
 use serde::{Deserialize, Serialize};
 
 pub use autotune_codegen::{Selector, GENERATOR_VERSION};
 
 /// Version of the cache file's format: 2 added `format` and each entry's
-/// `threads`, 3 each entry's `cpu_id`. Files of older versions read as before;
-/// they gain the keys when next written.
-pub const FORMAT_VERSION: u32 = 3;
+/// `threads`, 3 each entry's `cpu_id`, 4 each entry's `kernel`. Files of older
+/// versions read as before; they gain the keys when next written.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The CPU an entry was tuned on: the model name, and the CPUID identity
 /// where it was recorded (format 3 on).
@@ -98,9 +102,21 @@ pub struct Entry {
     /// `YYYY-MM-DD` (UTC).
     pub date: String,
     pub config: Config,
+    /// The fingerprint of the kernel that was timed (none before format 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelFingerprint>,
 }
 
 impl Entry {
+    /// Whether this entry, of another generator version, is still current for
+    /// workload `w`: it records the kernel it timed, and its config makes the
+    /// same kernel today.
+    pub fn carried_over(&self, w: &Workload) -> bool {
+        self.generator != GENERATOR_VERSION
+            && self.kernel.is_some()
+            && self.kernel == KernelFingerprint::of(w, &self.config, self.target.isa).ok()
+    }
+
     /// The CPU this entry was tuned on.
     pub fn tuned_on(&self) -> Cpu {
         Cpu {
@@ -158,6 +174,26 @@ pub fn load(dir: &Path, op: &str) -> Result<Vec<Entry>, CacheError> {
         Err(source) => return Err(CacheError::Read { path, source }),
     };
     parse(&path, &text)
+}
+
+/// [`load`], with the entries [`Entry::carried_over`] to this generator
+/// stamped with its version: the same kernel, so current. (The file keeps the
+/// version they were tuned with.)
+pub fn load_for(dir: &Path, op: &Operator) -> Result<Vec<Entry>, CacheError> {
+    let mut entries = load(dir, &op.name)?;
+    for spec in 0..op.specializations.len() {
+        let w = Workload {
+            op: op.clone(),
+            spec,
+        };
+        let id = w.id();
+        for e in entries.iter_mut().filter(|e| e.workload_id == id) {
+            if e.carried_over(&w) {
+                e.generator = GENERATOR_VERSION;
+            }
+        }
+    }
+    Ok(entries)
 }
 
 fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, CacheError> {
@@ -357,6 +393,33 @@ pub fn retain(dir: &Path, op: &str, keep: impl Fn(&Entry) -> bool) -> Result<usi
         dropped = before - entries.len();
     })?;
     Ok(dropped)
+}
+
+/// Records the kernel fingerprint of `op`'s entries of this generator version
+/// that lack one (their kernel is this generator's, by version); returns how
+/// many. Entries of other versions are left as they are: what they timed is
+/// not known.
+pub fn stamp(dir: &Path, op: &Operator) -> Result<usize, CacheError> {
+    let mut stamped = 0;
+    if !file_of(dir, &op.name).exists() {
+        return Ok(0);
+    }
+    rewrite(dir, &op.name, |entries| {
+        for spec in 0..op.specializations.len() {
+            let w = Workload {
+                op: op.clone(),
+                spec,
+            };
+            let id = w.id();
+            for e in entries.iter_mut().filter(|e| {
+                e.workload_id == id && e.generator == GENERATOR_VERSION && e.kernel.is_none()
+            }) {
+                e.kernel = KernelFingerprint::of(&w, &e.config, e.target.isa).ok();
+                stamped += usize::from(e.kernel.is_some());
+            }
+        }
+    })?;
+    Ok(stamped)
 }
 
 /// Changes an operator's file under an exclusive lock: re-read, `change`, then

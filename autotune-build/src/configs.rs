@@ -29,7 +29,7 @@ pub(crate) fn for_operator(
     if mode == Mode::Off || op.specializations.is_empty() {
         return Ok(vec![Choice::default(); op.specializations.len()]);
     }
-    let entries = cache::load(cache_dir, &op.name)?;
+    let entries = cache::load_for(cache_dir, op)?;
     let target = &settings.target;
     let mut out = Vec::new();
     for spec in 0..op.specializations.len() {
@@ -272,6 +272,7 @@ mod tests {
                 threads: None,
                 date: "2026-11-29".into(),
                 config: config.clone(),
+                kernel: None,
             },
         )
         .unwrap();

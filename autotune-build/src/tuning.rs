@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use autotune_codegen::{Config, Workload};
+use autotune_codegen::{Config, KernelFingerprint, Workload};
 use autotune_lang::Operator;
 use autotune_tune::measure::compiler_version;
 use autotune_tune::pretrained::{self, Loaded, Pretrained};
@@ -181,6 +181,7 @@ pub(crate) fn tune_one(
             threads: Some(settings.threads),
             date: cache::today(),
             config: config.clone(),
+            kernel: KernelFingerprint::of(w, &config, settings.target.isa).ok(),
         };
         cache::store(cache_dir, &w.op.name, entry)?;
     } else {

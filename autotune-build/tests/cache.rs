@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use autotune_build::cache::{self, Cpu, Entry, Lookup};
-use autotune_codegen::Config;
+use autotune_codegen::{Config, Isa, KernelFingerprint, Space, Workload};
 
 /// The CPU the entries of `entry` are tuned on.
 fn test_cpu() -> Cpu {
@@ -60,6 +60,7 @@ fn entry(workload: &str, gflops: f64) -> Entry {
         config: "output.tile.i=8 output.order=j-i"
             .parse::<Config>()
             .unwrap(),
+        kernel: None,
     }
 }
 
@@ -369,4 +370,118 @@ fn two_processes_lose_nothing() {
         assert!(c.wait().unwrap().success());
     }
     assert_eq!(cache::load(&dir, "mm").unwrap().len(), 40);
+}
+
+/// A 4×16×8 matmul workload and two configs of its space that make different
+/// kernels.
+fn matmul() -> (Workload, Config, Config) {
+    let item: syn::ItemFn = syn::parse_str(
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+    .unwrap();
+    let attr = "specialize(M = 4, N = 16, K = 8)".parse().unwrap();
+    let op = autotune_lang::parse_operator(attr, &item).unwrap();
+    let w = Workload { op, spec: 0 };
+    let space = Space::new(&w.op, w.shapes());
+    let default = space.default_config(&w.op, w.shapes());
+    let other = space.config_at(space.index_of(&default).unwrap() + 1);
+    (w, default, other)
+}
+
+#[test]
+fn a_kernel_fingerprint_names_the_config_and_the_isa() {
+    let (w, a, b) = matmul();
+    let fp = |c, isa| KernelFingerprint::of(&w, c, isa).unwrap();
+    assert_eq!(fp(&a, Isa::Avx2), fp(&a, Isa::Avx2));
+    assert_ne!(fp(&a, Isa::Avx2), fp(&b, Isa::Avx2));
+    assert_ne!(fp(&a, Isa::Avx2), fp(&a, Isa::Avx512));
+    let text = fp(&a, Isa::Avx2).to_string();
+    assert_eq!(
+        text.parse::<KernelFingerprint>().unwrap(),
+        fp(&a, Isa::Avx2)
+    );
+    assert!("12345".parse::<KernelFingerprint>().is_err());
+}
+
+/// An entry of an older generator version is current only when it recorded the
+/// kernel it timed and its config still makes that kernel; one whose kernel
+/// changed, or that recorded none, stays stale. The file keeps what it was.
+#[test]
+fn an_older_generators_entry_is_current_only_while_its_kernel_is_unchanged() {
+    let (w, config, other) = matmul();
+    let dir = scratch("carried");
+    let isa = Isa::Avx2;
+    let old = |who: &str, kernel: Option<KernelFingerprint>| {
+        let mut e = on(&cpu(who, None), entry("mm[M4 K8 N16]", 1.0));
+        e.workload_id = w.id();
+        e.target = target("x86_64-unknown-linux-gnu/avx2");
+        e.generator = cache::GENERATOR_VERSION - 1;
+        e.config = config.clone();
+        e.kernel = kernel;
+        e
+    };
+    let same = KernelFingerprint::of(&w, &config, isa).unwrap();
+    let changed = KernelFingerprint::of(&w, &other, isa).unwrap();
+    cache::store(&dir, "mm", old("same", Some(same))).unwrap();
+    cache::store(&dir, "mm", old("changed", Some(changed))).unwrap();
+    cache::store(&dir, "mm", old("unrecorded", None)).unwrap();
+    let entries = cache::load_for(&dir, &w.op).unwrap();
+    let current: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.generator == cache::GENERATOR_VERSION)
+        .map(|e| e.cpu.as_str())
+        .collect();
+    assert_eq!(current, ["same"]);
+    let look = |who| {
+        cache::lookup(
+            &entries,
+            &w.id(),
+            &target("x86_64-unknown-linux-gnu/avx2"),
+            &cpu(who, None),
+            2,
+        )
+    };
+    assert!(matches!(look("same"), Lookup::Hit(e) if e.cpu == "same"));
+    assert!(
+        matches!(look("changed"), Lookup::Foreign(e, Some(stale)) if e.cpu == "same" && stale.cpu == "changed")
+    );
+    assert!(cache::load(&dir, "mm")
+        .unwrap()
+        .iter()
+        .all(|e| e.generator == cache::GENERATOR_VERSION - 1));
+}
+
+/// `stamp` records the kernel of this generator's entries that lack one, and
+/// leaves older generators' entries alone.
+#[test]
+fn stamping_records_the_kernel_of_current_entries_only() {
+    let (w, config, _) = matmul();
+    let dir = scratch("stamp");
+    let at = |who: &str, generator| {
+        let mut e = on(&cpu(who, None), entry("mm[M4 K8 N16]", 1.0));
+        e.workload_id = w.id();
+        e.target = target("x86_64-unknown-linux-gnu/avx2");
+        e.generator = generator;
+        e.config = config.clone();
+        e
+    };
+    cache::store(&dir, "mm", at("now", cache::GENERATOR_VERSION)).unwrap();
+    cache::store(&dir, "mm", at("before", cache::GENERATOR_VERSION - 1)).unwrap();
+    assert_eq!(cache::stamp(&dir, &w.op).unwrap(), 1);
+    assert_eq!(cache::stamp(&dir, &w.op).unwrap(), 0);
+    let kernels: Vec<(String, Option<KernelFingerprint>)> = cache::load(&dir, "mm")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.cpu, e.kernel))
+        .collect();
+    let want = KernelFingerprint::of(&w, &config, Isa::Avx2).unwrap();
+    assert_eq!(
+        kernels,
+        [
+            ("before".to_string(), None),
+            ("now".to_string(), Some(want))
+        ]
+    );
 }

@@ -5,20 +5,15 @@
 //! CPUs this machine cannot re-tune, are never applied): operator IR fingerprint, workload id, target,
 //! and a hash of the C of its kernel (every ISA clone, under a fixed package
 //! name). It was recorded before the split; a change to it is a change to what
-//! ships, and must come with a generator version bump.
+//! ships, and must come with a generator version bump. Each entry also records
+//! the fingerprint of the kernel it timed, and it must still match: that is what
+//! keeps an entry current across a later generator version.
 
 mod common;
 
 use autotune_build::cache::{self, Lookup};
-use autotune_codegen::Isa;
+use autotune_codegen::{Isa, KernelFingerprint};
 use autotune_lang::mangle::{self, Package, Variant};
-
-/// FNV-1a, 64 bits: stable across Rust versions (unlike `DefaultHasher`).
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
 
 #[test]
 fn committed_caches_hit_and_generate_the_same_c() {
@@ -46,6 +41,15 @@ fn committed_caches_hit_and_generate_the_same_c() {
                 Lookup::Hit(hit) if hit == *e
             ),
             "{} {} on {} does not hit",
+            e.workload_id,
+            e.target,
+            e.tuned_on()
+        );
+        assert_eq!(
+            e.kernel,
+            Some(KernelFingerprint::of(w, &e.config, e.target.isa).unwrap()),
+            "{} {} on {}: the kernel it timed is not the kernel it ships (`cargo autotune \
+             stamp` records a missing one)",
             e.workload_id,
             e.target,
             e.tuned_on()
@@ -78,7 +82,7 @@ fn committed_caches_hit_and_generate_the_same_c() {
             mangle::fingerprint(&w.op),
             e.workload_id,
             e.target,
-            fnv(&c)
+            mangle::fnv1a(c.as_bytes())
         ));
     }
     insta::assert_snapshot!(out);

@@ -36,9 +36,82 @@ pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
 
 /// Version of the schedule space and the lowering: a config (a cache entry, a
-/// record) of another version may mean other code, so it is never applied as
-/// current. Bump it with any change to the knobs or to the C a config lowers to.
+/// record) of another version may mean other code, so it is not applied as
+/// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
+/// with any change to the knobs or to the C a config lowers to.
 pub const GENERATOR_VERSION: u32 = 2;
+
+/// What a config of a workload ships as at one ISA level, hashed: its
+/// kernel's C under fixed names, the file header, the runtime's C and the
+/// compile flags. A cache entry records the fingerprint of the kernel it
+/// timed; an entry of an older [`GENERATOR_VERSION`] whose config still has
+/// that fingerprint is the same kernel, so a generator change re-tunes only
+/// the kernels it changed. Written as 16 hex digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelFingerprint(pub u64);
+
+impl KernelFingerprint {
+    /// The fingerprint of `config` of `w` at `isa` (a bucket's: its generic
+    /// kernel with that one schedule, as it is timed).
+    pub fn of(w: &Workload, config: &Config, isa: Isa) -> Result<KernelFingerprint, CodegenError> {
+        let (symbol, prefix) = ("k".to_string(), "rt".to_string());
+        let op = &w.op;
+        // The header's first line names autotune's version, which is not code.
+        let header = emit::file_header("fingerprint", op.dtype, &prefix);
+        let mut text = header.split_once('\n').map_or("", |h| h.1).to_string();
+        text += &match w.bucket() {
+            Some(_) => {
+                let at = op.specializations[w.spec].clone();
+                let config = config.clone();
+                generic_c(
+                    op,
+                    &[GenericSchedule { at, config }],
+                    &[isa],
+                    isa,
+                    symbol,
+                    prefix.clone(),
+                )?
+            }
+            None => kernel_c(
+                op,
+                Variant::Specialized(w.spec),
+                Some(config),
+                &[isa],
+                symbol,
+                prefix.clone(),
+            )?,
+        };
+        for (_, source) in runtime::RUNTIME_C {
+            text += &runtime::runtime_c(&prefix, source);
+        }
+        text += &format!("-O{} {}", runtime::OPT_LEVEL, runtime::C_FLAGS.join(" "));
+        Ok(KernelFingerprint(mangle::fnv1a(text.as_bytes())))
+    }
+}
+
+impl std::fmt::Display for KernelFingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// Text that is not 16 hex digits.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a kernel fingerprint (expected 16 hex digits)")]
+pub struct BadFingerprint(pub String);
+
+impl std::str::FromStr for KernelFingerprint {
+    type Err = BadFingerprint;
+
+    fn from_str(s: &str) -> Result<KernelFingerprint, BadFingerprint> {
+        match u64::from_str_radix(s, 16) {
+            Ok(v) if s.len() == 16 => Ok(KernelFingerprint(v)),
+            _ => Err(BadFingerprint(s.to_string())),
+        }
+    }
+}
+
+text::text_serde!(KernelFingerprint);
 
 /// A config that does not belong to its workload's space.
 #[derive(Debug, thiserror::Error)]

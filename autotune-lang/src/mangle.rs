@@ -55,11 +55,15 @@ pub fn sanitize(s: &str) -> String {
 
 /// FNV-1a of the operator's `Debug` form: stable across runs and machines.
 pub fn fingerprint(op: &Operator) -> u64 {
-    format!("{op:?}")
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
+    fnv1a(format!("{op:?}").as_bytes())
+}
+
+/// 64-bit FNV-1a: a hash that is the same on every machine and Rust version
+/// (std's hashers promise neither).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// `M1024_N1024_K1024` for a specialisation (`M1..=4096_N1024_K1024` for a

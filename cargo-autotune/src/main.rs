@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use autotune_build::cache;
-use autotune_codegen::{Config, Isa, Space, Target, Workload};
+use autotune_codegen::{Config, Isa, KernelFingerprint, Space, Target, Workload};
 use autotune_tune::measure::{self, TimingOptions};
 use autotune_tune::{TuneOptions, TunerSpec, TuningSession};
 use clap::{Args, Parser, Subcommand};
@@ -190,6 +190,20 @@ enum Command {
     },
     /// List the tuning cache: operator, shape, target, GFLOP/s, trials, date, stale?
     Show {
+        #[arg(long, default_value = "tuning-cache")]
+        cache: PathBuf,
+        /// The source of the operators: entries of an older generator whose
+        /// kernel it still makes show as current, as a build applies them
+        /// (without it, every entry of an older generator shows as stale).
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
+    /// Record the kernel fingerprint of the current entries that lack one
+    /// (tuned before cache format 4), so a later generator version keeps them
+    /// where it makes the same kernel.
+    Stamp {
+        #[command(flatten)]
+        target: OpArgs,
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
     },
@@ -456,7 +470,7 @@ fn main() -> Result<()> {
                 None => workload(&target)?,
             };
             let cached_config = |w: &Workload| -> Result<Option<Config>> {
-                let entries = cache::load(&cache, &w.op.name)?;
+                let entries = cache::load_for(&cache, &w.op)?;
                 let target = host_target()?;
                 let cpu = cache::Cpu::host();
                 Ok(
@@ -561,7 +575,7 @@ fn main() -> Result<()> {
                 op: None,
                 ..target.clone()
             })?;
-            let entries = cache::load(&cache, &w.op.name)?;
+            let entries = cache::load_for(&cache, &w.op)?;
             let host = host_target()?;
             let cpu = cache::Cpu::host();
             let id = w.id();
@@ -693,6 +707,7 @@ fn main() -> Result<()> {
                     threads: Some(session.options.timing.threads),
                     date: cache::today(),
                     config: config.clone(),
+                    kernel: KernelFingerprint::of(&w, config, host.isa).ok(),
                 };
                 cache::store(&cache, &w.op.name, entry)?;
                 if !json {
@@ -700,15 +715,27 @@ fn main() -> Result<()> {
                 }
             }
         }
-        Command::Show { cache } => {
+        Command::Show { cache, file } => {
             let host = cache::Cpu::host();
+            let ops = match file {
+                Some(file) => load(&OpArgs {
+                    file,
+                    op: None,
+                    spec: 0,
+                })?,
+                None => Vec::new(),
+            };
             println!("this CPU: {host}");
             println!(
                 "{:<40} {:<32} {:>10} {:>7} {:<10} {:<6} cpu",
                 "workload", "target", "GFLOP/s", "trials", "date", "status"
             );
-            for op in cache::operators(&cache)? {
-                for e in cache::load(&cache, &op)? {
+            for name in cache::operators(&cache)? {
+                let entries = match ops.iter().find(|op| op.name == name) {
+                    Some(op) => cache::load_for(&cache, op)?,
+                    None => cache::load(&cache, &name)?,
+                };
+                for e in entries {
                     let status = if e.generator == cache::GENERATOR_VERSION {
                         "ok"
                     } else {
@@ -726,6 +753,12 @@ fn main() -> Result<()> {
                         if host.same(&cpu) { "this: " } else { "" }
                     );
                 }
+            }
+        }
+        Command::Stamp { target, cache } => {
+            for op in load(&target)? {
+                let stamped = cache::stamp(&cache, &op)?;
+                println!("{}: {stamped} entries stamped", op.name);
             }
         }
         Command::Plot { log, workload, out } => {
@@ -758,7 +791,7 @@ fn main() -> Result<()> {
                 return replay::report(&load(&target)?, &cache, &host, &cpu, threads, rounds);
             }
             for op in load(&target)? {
-                let entries = cache::load(&cache, &op.name)?;
+                let entries = cache::load_for(&cache, &op)?;
                 for spec in 0..op.specializations.len() {
                     let w = Workload {
                         op: op.clone(),

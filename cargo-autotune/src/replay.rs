@@ -100,7 +100,7 @@ pub fn report(
     let dir = PathBuf::from("target/autotune/verify");
     let mut ratios = Vec::new();
     for op in ops {
-        let entries = cache::load(cache, &op.name)?;
+        let entries = cache::load_for(cache, op)?;
         for spec in 0..op.specializations.len() {
             let w = Workload {
                 op: op.clone(),

@@ -34,7 +34,7 @@ pub fn committed_entries() -> Vec<(&'static str, Workload, Entry)> {
                 .find(|s| s.op.name == name)
                 .unwrap_or_else(|| panic!("{cache_dir}/{name}.toml has no operator in {sources:?}"))
                 .op;
-            for e in cache::load(&dir, &name).unwrap() {
+            for e in cache::load_for(&dir, op).unwrap() {
                 let spec = (0..op.specializations.len())
                     .find(|&spec| {
                         Workload {
@@ -61,7 +61,8 @@ pub fn committed_entries() -> Vec<(&'static str, Workload, Entry)> {
     out
 }
 
-/// The committed entries of the current generator: what builds apply.
+/// The committed entries of the current generator (or carried over to it by
+/// an unchanged kernel): what builds apply.
 pub fn current_entries() -> Vec<(&'static str, Workload, Entry)> {
     let mut all = committed_entries();
     all.retain(|(_, _, e)| e.generator == cache::GENERATOR_VERSION);
