@@ -47,6 +47,55 @@ use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
 /// reported instead of applied ([`crate::pretrained`]).
 pub const FEATURES_VERSION: u32 = 2;
 
+/// The operators [`probe`] describes (attribute, function): a GEMM and a 3×3
+/// convolution with a bias and ReLU epilogue (two stages).
+const PROBES: [(&str, &str); 2] = [
+    (
+        "specialize(M = 96, N = 80, K = 72)",
+        "fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    ),
+    (
+        "R = 3, S = 3, specialize(C = 32, H = 14, W = 14, K = 48)",
+        "fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>)
+            -> Tensor<f32, (K, H, W)> {
+            let y: Tensor<f32, (K, H, W)> = compute(|k, h, v| sum(|c, r, s|
+                x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+            compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+        }",
+    ),
+];
+
+/// A fingerprint of what `set`'s features are in this build: 64 fixed configs
+/// of each of [`PROBES`] and their feature vectors, hashed. A pre-trained
+/// model records it and is stale where it differs: a change to the space, the
+/// plans or the featuriser changes it (whether or not [`FEATURES_VERSION`]
+/// was bumped); a change only to the C a plan is written as does not.
+pub fn probe(set: FeatureSet) -> u64 {
+    let mut bytes = Vec::new();
+    for (attr, source) in PROBES {
+        let item: syn::ItemFn = syn::parse_str(source).expect("a probe operator parses");
+        let attr = attr.parse().expect("a probe attribute lexes");
+        let op = autotune_lang::parse_operator(attr, &item).expect("a probe operator is valid");
+        let f = Featurizer::new(&Workload { op, spec: 0 }, set);
+        let size = f.space.size();
+        for i in 0..64u128 {
+            // A fixed stride through the space, not a random stream (whose
+            // algorithm may change with the `rand` crate).
+            let config = f
+                .space
+                .config_at(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % size);
+            bytes.extend(config.to_string().bytes());
+            // Rounded: another libm's last bit of a logarithm is not a change.
+            for x in f.features(&config).unwrap_or_default() {
+                bytes.extend(((f64::from(x) * 1024.0).round() as i64).to_le_bytes());
+            }
+        }
+    }
+    autotune_lang::mangle::fnv1a(&bytes)
+}
+
 /// Loops of the main statement described, innermost first.
 pub const LOOP_SLOTS: usize = 10;
 /// Buffers described: up to three read by the main statement, then the output.

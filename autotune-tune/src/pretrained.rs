@@ -1,8 +1,11 @@
 //! A cost model trained ahead of time on many workloads' records, as a file
 //! that can ship: the trees (XGBoost's JSON model, scored in Rust by
-//! [`crate::trees`], so using it needs no XGBoost), the versions of what its
-//! features mean, and what it was trained on. A file of other versions is
-//! reported, never applied: its features would mean something else.
+//! [`crate::trees`], so using it needs no XGBoost), what its features mean
+//! (their version and [`probe`](crate::features::probe)), and what it was
+//! trained on. A file whose features differ is reported, never applied: its
+//! features would mean something else. A generator change that leaves the
+//! features alone (only the C a plan is written as) keeps it: its trials
+//! measured that C, but the search measures what it proposes and refits.
 //!
 //! Models for x86-64 at AVX-512 and AVX2 ship with this crate
 //! (`models/<arch>-<isa>.json`, made by `bench/corpus.sh`); [`shipped`] finds
@@ -10,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::features::probe;
 use autotune_codegen::{Isa, Target, GENERATOR_VERSION};
 use serde::{Deserialize, Serialize};
 
@@ -18,8 +22,8 @@ use crate::history::History;
 use crate::model::{self, pairwise_accuracy, recall_at, CostModel, Matrix, ModelError, Objective};
 use crate::trees::Forest;
 
-/// Version of the file's layout.
-pub const FORMAT: u32 = 1;
+/// Version of the file's layout: 2 added `features_probe`.
+pub const FORMAT: u32 = 2;
 
 /// What a pre-trained model was trained on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,7 +44,10 @@ pub struct Pretrained {
     /// The feature set its rows are (by name).
     pub features: String,
     pub features_version: u32,
-    /// The generator version its trials were lowered by.
+    /// [`probe`] of the features it was trained on.
+    pub features_probe: u64,
+    /// The generator version its trials were lowered by (what they timed;
+    /// not checked: [`Pretrained::features_probe`] is what must match).
     pub generator: u32,
     /// Architecture and ISA level the trials ran with.
     pub target: Target,
@@ -217,6 +224,7 @@ impl Pretrained {
             format: FORMAT,
             features: set.name().to_string(),
             features_version: FEATURES_VERSION,
+            features_probe: probe(set),
             generator: GENERATOR_VERSION,
             target: target.clone(),
             trained_on: TrainedOn {
@@ -239,8 +247,8 @@ impl Pretrained {
         })
     }
 
-    /// Reads a model file, checking that this build's features and generator
-    /// are the ones it was trained with, and that its trees read.
+    /// Reads a model file, checking that this build's features are the ones it
+    /// was trained with (version and probe), and that its trees read.
     pub fn load(path: &Path) -> Result<Loaded, PretrainedError> {
         let bytes = std::fs::read(path).map_err(|source| PretrainedError::Read {
             path: path.to_path_buf(),
@@ -269,18 +277,22 @@ impl Pretrained {
                 FORMAT.to_string(),
             ));
         }
-        if p.features.parse::<FeatureSet>().is_err() || p.features_version != FEATURES_VERSION {
+        let set = match p.features.parse::<FeatureSet>() {
+            Ok(set) if p.features_version == FEATURES_VERSION => set,
+            _ => {
+                return Err(stale(
+                    "features",
+                    format!("{} v{}", p.features, p.features_version),
+                    format!("v{FEATURES_VERSION}"),
+                ))
+            }
+        };
+        let now = probe(set);
+        if p.features_probe != now {
             return Err(stale(
-                "features",
-                format!("{} v{}", p.features, p.features_version),
-                format!("v{FEATURES_VERSION}"),
-            ));
-        }
-        if p.generator != GENERATOR_VERSION {
-            return Err(stale(
-                "generator",
-                p.generator.to_string(),
-                GENERATOR_VERSION.to_string(),
+                "features probe",
+                format!("{:016x}", p.features_probe),
+                format!("{now:016x} (the space, the plans or the features changed)"),
             ));
         }
         let forest =

@@ -1,9 +1,10 @@
 //! Pre-trained model files: written and read back whole, and a file made for
-//! other features, another generator or another layout is an error naming the
-//! file and the versions, never applied.
+//! other features (by version or by probe) or another layout is an error
+//! naming the file and the versions, never applied; one of another generator
+//! version with the same features is applied.
 
 use autotune_codegen::GENERATOR_VERSION;
-use autotune_tune::features::FEATURES_VERSION;
+use autotune_tune::features::{probe, FeatureSet, FEATURES_VERSION};
 use autotune_tune::model::{CostModel, Matrix};
 use autotune_tune::pretrained::{Pretrained, PretrainedError, TrainedOn};
 
@@ -21,6 +22,7 @@ fn model() -> Pretrained {
         format: autotune_tune::pretrained::FORMAT,
         features: "curve".into(),
         features_version: FEATURES_VERSION,
+        features_probe: probe(FeatureSet::Curve),
         generator: GENERATOR_VERSION,
         target: common::target(),
         trained_on: TrainedOn {
@@ -62,10 +64,10 @@ fn a_stale_or_broken_model_file_is_reported() {
         ),
         (
             Pretrained {
-                generator: GENERATOR_VERSION + 1,
+                features_probe: probe(FeatureSet::Curve) ^ 1,
                 ..model()
             },
-            "generator",
+            "features probe",
         ),
         (
             Pretrained {
@@ -86,6 +88,14 @@ fn a_stale_or_broken_model_file_is_reported() {
             other => panic!("{what}: {other:?}"),
         }
     }
+    // Another generator whose features are these: applied.
+    Pretrained {
+        generator: GENERATOR_VERSION + 1,
+        ..model()
+    }
+    .save(&path)
+    .unwrap();
+    assert!(Pretrained::load(&path).is_ok());
     std::fs::write(&path, "{ not a model").unwrap();
     assert!(matches!(
         Pretrained::load(&path),
