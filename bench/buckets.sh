@@ -15,6 +15,7 @@
 # - Peers: OpenBLAS (Debian), the `gemm` and `matrixmultiply` crates (../shared/peers).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 BUILD="${BUILD:-/tmp/autotune-buckets}"
 OUT="${OUT:-$ROOT/bench/results/buckets-$(date +%Y%m%d-%H%M%S).log}"
@@ -23,15 +24,8 @@ dpkg -s libopenblas-dev >/dev/null 2>&1 || {
   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libopenblas-dev
 }
 
-# Everything is built before anything is timed (2 cores: a build would disturb timing).
-CFLAGS="-O3 -march=native"
-gcc $CFLAGS -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
-gcc $CFLAGS -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
-(cd "$PEERS/rust-gemm" && RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR="$BUILD/rust-gemm" \
-  cargo build --release -q --features x86-v4)
-RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+build_peers
+autotune_cli
 OPS="--file $ROOT/bench/ops.rs"
 CACHE="--cached --cache $ROOT/bench/tuning-cache"
 MS="$(python3 -c '

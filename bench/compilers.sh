@@ -10,14 +10,14 @@
 # Writes bench/results/compilers-<time>.log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 OUT="$ROOT/bench/results/compilers-$(date +%Y%m%d-%H%M%S).log"
 N=${N:-24}
 WORK=$(mktemp -d /tmp/autotune-compilers.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 tar xJf "$ROOT/bench/results/experiments-20261129-125603/raw.tar.xz" -C "$WORK"
-(cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune"
-VARIANTS=${VARIANTS:-"gcc:$AT:gcc clang:$AT:clang"}
+autotune_cli
+VARIANTS=${VARIANTS:-"gcc:$CARGO_AUTOTUNE:gcc clang:$CARGO_AUTOTUNE:clang"}
 FLAGS="-O3 -ffunction-sections -fdata-sections -fPIC -m64 -std=gnu99 -fno-math-errno -ffp-contract=fast -Wno-unused-variable"
 {
     echo "# compilers $(date -Is): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) vCPUs"

@@ -12,13 +12,11 @@
 # only tune.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 TRIALS=${TRIALS:-48}
 SECONDS_EACH=${TUNE_SECONDS:-30}
 # CARGO_AUTOTUNE=<binary> uses that build of cargo-autotune instead.
-if [ -z "${CARGO_AUTOTUNE:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-fi
-AT="${CARGO_AUTOTUNE:-$ROOT/target/release/cargo-autotune}"
+autotune_cli
 ISA=${AUTOTUNE_TUNE_ISA:-$(grep -qw avx512f /proc/cpuinfo && echo avx512 || (grep -qw avx2 /proc/cpuinfo && echo avx2 || echo baseline))}
 NAME="$(uname -m)-$ISA"
 LOGS=${LOGS:-$ROOT/bench/corpus/$NAME}
@@ -35,7 +33,7 @@ for attr, name in re.findall(r"#\[tensor_op\((.*?)\)\]\s*pub fn (\w+)", src, re.
 PY
 while read -r op n; do
     for ((spec = 0; spec < n; spec++)); do
-        "$AT" autotune tune --file "$ROOT/bench/corpus.rs" --op "$op" \
+        $AT tune --file "$ROOT/bench/corpus.rs" --op "$op" \
             --spec "$spec" --tuner xgb-rank --no-transfer --trials "$TRIALS" \
             --seconds "$SECONDS_EACH" --log "$LOGS/$op.jsonl" --dir /tmp/autotune-corpus --json |
             python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-40s %4d trials %8.1f GFLOP/s %6.1f s" % (r["workload"], r["trials"], r["best_gflops"] or 0, r["seconds"]))'
@@ -46,5 +44,5 @@ rm -f "$LOGS/raw.tar.xz"
 bash "$ROOT/bench/pack-results.sh" "$LOGS"
 if [ "$MODEL" != "-" ]; then
     mkdir -p "$(dirname "$MODEL")"
-    "$AT" autotune train --file "$ROOT/bench/corpus.rs" --log "$LOGS" --out "$MODEL"
+    $AT train --file "$ROOT/bench/corpus.rs" --log "$LOGS" --out "$MODEL"
 fi

@@ -11,6 +11,7 @@
 #   OUT=bench/results/experiments-<stamp> SEEDS="2 3" bash bench/experiments.sh  # continue
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 if [ -n "${REPORT_ONLY:-}" ]; then
   exec python3 "$ROOT/bench/experiments.py" "$REPORT_ONLY"
 fi
@@ -20,8 +21,7 @@ OUT="${OUT:-$ROOT/bench/results/experiments-$STAMP}"
 mkdir -p "$OUT"
 # A packed run (bench/results/README.md) continues from its unpacked record logs.
 if [ -f "$OUT/raw.tar.xz" ]; then tar -xJf "$OUT/raw.tar.xz" -C "$OUT" --skip-old-files; fi
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+autotune_cli
 TUNERS="${TUNERS:-xgb-rank random genetic xgb-reg xgb-rank-nodiv}"
 # name, operator, specialisation index in bench/ops.rs
 WORKLOADS="${WORKLOADS:-gemm512:gemm:5 conv-c9:conv3x3:1 conv-c6:conv3x3:2 conv-c2:conv3x3:0 gemm1024:gemm:0}"

@@ -7,6 +7,7 @@
 # Needs the xgboost feature (cmake, a C++ compiler, libclang).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 OUT="$ROOT/bench/results/feature-quality-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-fq.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -17,6 +18,6 @@ done
 (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune --example feature_quality)
 {
     echo "# feature quality $(date -Is): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), records of bench/results (AMD EPYC, avx512)"
-    "$ROOT/target/release/examples/feature_quality" x86_64-unknown-linux-gnu/avx512 \
+    "$TARGET_DIR/release/examples/feature_quality" x86_64-unknown-linux-gnu/avx512 \
         "$ROOT/bench/ops.rs" -- "$WORK"/*
 } | tee "$OUT"

@@ -17,6 +17,7 @@
 #     (runs resume from their logs; delete a tuner's logs to run it again)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 if [ -n "${REPORT_ONLY:-}" ]; then
     exec python3 "$ROOT/bench/fewshot.py" "$REPORT_ONLY"
 fi
@@ -31,10 +32,7 @@ REF_TRIALS=${REF_TRIALS:-128}
 SEEDS=${SEEDS:-"1 2 3"}
 TUNERS=${TUNERS-"xgb-rank genetic random"}
 OUT=${OUT:-$ROOT/bench/results/fewshot-$(date +%Y%m%d-%H%M%S)}
-if [ -z "${CARGO_AUTOTUNE:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-fi
-AT="${CARGO_AUTOTUNE:-$ROOT/target/release/cargo-autotune} autotune"
+autotune_cli
 export AUTOTUNE_HISTORY=""
 mkdir -p "$OUT/models"
 exec > >(tee -a "$OUT/run.log") 2>&1

@@ -8,6 +8,7 @@
 #   bash bench/foreign-cpu.sh            # ROUNDS=5 THREADS=<shipped>
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 ROUNDS="${ROUNDS:-5}"
 OUT="${OUT:-$ROOT/bench/results/foreign-cpu-$(date +%Y%m%d-%H%M%S).log}"
@@ -15,8 +16,8 @@ BUILD=/tmp/autotune-foreign
 mkdir -p "$BUILD"
 cd "$ROOT"
 # Everything is built before anything is timed.
-cargo build --release -q -p cargo-autotune
-cp target/release/cargo-autotune "$BUILD/cargo-autotune"
+autotune_cli
+cp "$CARGO_AUTOTUNE" "$BUILD/cargo-autotune"
 gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
 threads=(${THREADS:+--threads "$THREADS"})
 {

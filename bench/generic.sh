@@ -19,6 +19,7 @@
 #   oneDNN direct conv and im2col+OpenBLAS for the convs.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 BUILD=/tmp/autotune-generic
 OUT="${OUT:-$ROOT/bench/results/generic-$(date +%Y%m%d-%H%M%S).log}"
@@ -30,17 +31,8 @@ if ((${#need[@]})); then
   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
 fi
 
-# Everything is built before anything is timed (2 cores: a build would disturb timing).
-CFLAGS="-O3 -march=native"
-gcc $CFLAGS -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
-gcc $CFLAGS -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
-gcc $CFLAGS -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm
-g++ $CFLAGS -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
-(cd "$PEERS/rust-gemm" && RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR="$BUILD/rust-gemm" \
-  cargo build --release -q --features x86-v4)
-RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+build_peers conv
+autotune_cli
 OPS="--file $ROOT/bench/ops.rs"
 CACHE="--cached --cache $ROOT/bench/tuning-cache"
 

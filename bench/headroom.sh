@@ -7,6 +7,7 @@
 # OpenBLAS and oneDNN come from Debian and are installed if missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 BUILD=/tmp/autotune-headroom
 OUT="$ROOT/bench/results/headroom-$(date +%Y%m%d-%H%M%S).log"
@@ -23,8 +24,7 @@ gcc $CFLAGS -fopenmp "$PEERS/c/stream.c" -o "$BUILD/stream"
 gcc $CFLAGS -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
 gcc $CFLAGS -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm
 g++ $CFLAGS -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+autotune_cli
 
 SHAPES="1024x1024x1024 1000x1000x1000 127x255x511 1x4096x4096 16x4096x4096"
 LAYERS="64,56,64,3,1,1 256,14,256,3,1,1"

@@ -12,12 +12,9 @@
 #   CARGO_AUTOTUNE=/path/to/other/cargo-autotune LABEL=before bash bench/heldout-rank.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 OUT=${OUT:-$ROOT/bench/results/heldout-rank-$(date +%Y%m%d-%H%M%S).log}
-if [ -z "${CARGO_AUTOTUNE:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-    CARGO_AUTOTUNE="$ROOT/target/release/cargo-autotune"
-fi
-AT="$CARGO_AUTOTUNE autotune"
+autotune_cli
 LABEL=${LABEL:-$(cd "$ROOT" && git rev-parse --short HEAD)}
 WORK=$(mktemp -d /tmp/autotune-heldout.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -7,15 +7,13 @@
 # 96x1500x640). Needs libopenblas-dev; writes bench/results/new-shape-<time>.log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 SHAPES=${SHAPES:-"600x700x800 96x1500x640"}
 OUT="$ROOT/bench/results/new-shape-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-new-shape.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-if [ -z "${CARGO_AUTOTUNE:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-fi
-AT="${CARGO_AUTOTUNE:-$ROOT/target/release/cargo-autotune} autotune"
+autotune_cli
 THREADS=$(nproc)
 gcc -O3 -march=native -fopenmp "$PEERS/c/gemm_bench.c" -o "$WORK/gemm_bench" -lopenblas -lm
 gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"

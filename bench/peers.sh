@@ -12,6 +12,7 @@
 # Peers that need system packages or PyPI are installed here when missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 BUILD=/tmp/autotune-peers
 VENV="${VENV:-/tmp/autotune-peers-venv}"
@@ -28,20 +29,11 @@ if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
   "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
 fi
 
-# Everything is built before anything is timed (2 cores: a build would disturb timing).
-CFLAGS="-O3 -march=native"
-gcc $CFLAGS -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
-gcc $CFLAGS -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
-gcc $CFLAGS -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm
-g++ $CFLAGS -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
-(cd "$PEERS/rust-gemm" && RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR="$BUILD/rust-gemm" \
-  cargo build --release -q --features x86-v4)
-RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
+build_peers conv
+autotune_cli
 # From the committed cache only: a miss fails the build instead of tuning.
 (cd "$ROOT" && AUTOTUNE=locked cargo build --release -q -p resnet18)
-AT="$ROOT/target/release/cargo-autotune autotune"
-RESNET="$ROOT/target/release/resnet18"
+RESNET="$TARGET_DIR/release/resnet18"
 "$RESNET" --threads 1 --export "$BUILD/model" > /dev/null
 # Compile each GEMM measurement program now, outside the timed part.
 for spec in 5 0 2 3 4 6; do

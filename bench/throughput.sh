@@ -5,11 +5,11 @@
 # record logs beside it, packed as throughput-<time>.records.tar.xz.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT="$ROOT/bench/results/throughput-$STAMP.log"
 mkdir -p "$ROOT/bench/results"
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+autotune_cli
 exec > >(tee "$OUT") 2>&1
 echo "# tuning throughput $(date -Is); $(lscpu | grep 'Model name'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for tuner in random genetic; do

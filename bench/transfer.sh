@@ -9,14 +9,14 @@
 #   REPORT_ONLY=bench/results/transfer-<stamp> bash bench/transfer.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 if [ -n "${REPORT_ONLY:-}" ]; then
   exec python3 "$ROOT/bench/transfer.py" "$REPORT_ONLY"
 fi
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT="$ROOT/bench/results/transfer-$STAMP"
 mkdir -p "$OUT/history"
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
-AT="$ROOT/target/release/cargo-autotune autotune"
+autotune_cli
 # No per-user store: the history is exactly what this script tunes.
 export AUTOTUNE_HISTORY=""
 exec > >(tee "$OUT/run.log") 2>&1

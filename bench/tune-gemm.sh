@@ -8,10 +8,11 @@
 #   bash bench/tune-gemm.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 TRIALS="${TRIALS:-96}"
 CACHE="$ROOT/bench/tuning-cache"
 mkdir -p "$CACHE/records"
-(cd "$ROOT" && cargo build --release -q -p cargo-autotune)
+autotune_cli
 THREADS="${THREADS:-$(nproc)}"
 LOG="$CACHE/records/gemm.jsonl"
 if [ "$THREADS" != "$(nproc)" ]; then LOG="$CACHE/records/gemm-${THREADS}thread.jsonl"; fi
@@ -22,9 +23,9 @@ for d in "$ROOT"/bench/results/experiments-*/; do
   HISTORY+=(--history "$d")
 done
 for spec in 6 5 0 2 3 4; do # 256³, 512³, 1024³, 127×255×511, 1×4096², 16×4096²
-  "$ROOT/target/release/cargo-autotune" autotune tune --file "$ROOT/bench/ops.rs" --op gemm \
+  $AT tune --file "$ROOT/bench/ops.rs" --op gemm \
     --spec "$spec" --threads "$THREADS" --trials "$TRIALS" --save --cache "$CACHE" \
     --log "$LOG" --dir /tmp/autotune-tune-gemm \
     "${HISTORY[@]}"
 done
-"$ROOT/target/release/cargo-autotune" autotune show --cache "$CACHE"
+$AT show --cache "$CACHE"

@@ -8,16 +8,13 @@
 # sitting on one machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=${OUT:-$ROOT/bench/results/tuning-baseline-$STAMP.log}
 TRIALS=${TRIALS:-96}
 SEED=${SEED:-1}
 # CARGO_AUTOTUNE names another build of the CLI (the "before" of a comparison).
-if [ -z "${CARGO_AUTOTUNE:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
-    CARGO_AUTOTUNE="$ROOT/target/release/cargo-autotune"
-fi
-AT="$CARGO_AUTOTUNE autotune"
+autotune_cli
 LABEL=${LABEL:-$(cd "$ROOT" && git rev-parse --short HEAD)}
 WORK=$(mktemp -d /tmp/autotune-baseline.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

@@ -1,0 +1,33 @@
+# Shared by the bench scripts: sourced after they set ROOT (and, for
+# build_peers, PEERS and BUILD).
+
+# Where cargo puts builds: CARGO_TARGET_DIR where it is set, else target/.
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+# Sets CARGO_AUTOTUNE (the CLI's binary) and AT (how the scripts call it).
+# CARGO_AUTOTUNE may name another build (the "before" of a comparison); else
+# the workspace's is built.
+autotune_cli() {
+    if [ -z "${CARGO_AUTOTUNE:-}" ]; then
+        (cd "$ROOT" && cargo build --release -q --locked -p cargo-autotune)
+        CARGO_AUTOTUNE="$TARGET_DIR/release/cargo-autotune"
+    fi
+    AT="$CARGO_AUTOTUNE autotune"
+}
+
+# Builds the peers' programs into $BUILD: the FMA peak probe, GEMM with
+# OpenBLAS and the `gemm` crate (RUSTGEMM), and with `conv` the im2col +
+# OpenBLAS and oneDNN convolutions. Everything is built before anything is
+# timed (2 cores: a build would disturb timing).
+build_peers() {
+    local cflags="-O3 -march=native"
+    gcc $cflags -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+    gcc $cflags -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
+    if [ "${1:-}" = conv ]; then
+        gcc $cflags -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm
+        g++ $cflags -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
+    fi
+    (cd "$PEERS/rust-gemm" && RUSTFLAGS="-C target-cpu=native" CARGO_TARGET_DIR="$BUILD/rust-gemm" \
+        cargo build --release -q --features x86-v4)
+    RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
+}
