@@ -37,6 +37,45 @@ fn described() -> &'static Described {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// Operators by the name and fingerprint their workload ids carry: the
+/// workload of a record, at its own shapes.
+pub(crate) struct Known<'a>(BTreeMap<(String, u64), &'a Operator>);
+
+impl<'a> Known<'a> {
+    pub(crate) fn new(ops: &'a [Operator]) -> Known<'a> {
+        Known(
+            ops.iter()
+                .map(|op| {
+                    let w = Workload {
+                        op: Operator {
+                            specializations: vec![Specialization::exact(Vec::new())],
+                            ..op.clone()
+                        },
+                        spec: 0,
+                    };
+                    let id = w.id();
+                    ((id.op, id.fingerprint), op)
+                })
+                .collect(),
+        )
+    }
+
+    /// The workload `id` names, if its operator is known.
+    pub(crate) fn workload(&self, id: &WorkloadId) -> Option<Workload> {
+        let op = self.0.get(&(id.op.clone(), id.fingerprint))?;
+        (id.shapes.len() == op.shape_vars.len()).then(|| Workload {
+            op: Operator {
+                specializations: vec![Specialization {
+                    values: id.shapes.clone(),
+                    bucket: id.bucket.clone(),
+                }],
+                ..(*op).clone()
+            },
+            spec: 0,
+        })
+    }
+}
+
 /// One earlier workload and its trials on this target.
 #[derive(Clone, Debug)]
 pub struct Past {
@@ -118,8 +157,7 @@ impl History {
             match load_log(&f) {
                 Ok(records) => {
                     for r in records {
-                        if r.target == *target && r.is_current() && Some(&r.workload_id) != exclude
-                        {
+                        if r.target == *target && Some(&r.workload_id) != exclude {
                             by_id.entry(r.workload_id.clone()).or_default().push(r);
                         }
                     }
@@ -127,39 +165,13 @@ impl History {
                 Err(e) => errors.push(e),
             }
         }
-        // Operators by the name and fingerprint of workload ids.
-        let known: BTreeMap<(String, u64), &Operator> = ops
-            .iter()
-            .map(|op| {
-                let w = Workload {
-                    op: Operator {
-                        specializations: vec![Specialization::exact(Vec::new())],
-                        ..op.clone()
-                    },
-                    spec: 0,
-                };
-                let id = w.id();
-                ((id.op, id.fingerprint), op)
-            })
-            .collect();
+        let known = Known::new(ops);
         let mut workloads = Vec::new();
         for (id, mut records) in by_id {
-            let Some(op) = known.get(&(id.op.clone(), id.fingerprint)) else {
+            let Some(workload) = known.workload(&id) else {
                 continue;
             };
-            if id.shapes.len() != op.shape_vars.len() {
-                continue;
-            }
-            let workload = Workload {
-                op: Operator {
-                    specializations: vec![Specialization {
-                        values: id.shapes.clone(),
-                        bucket: id.bucket.clone(),
-                    }],
-                    ..(*op).clone()
-                },
-                spec: 0,
-            };
+            records.retain(|r| r.is_current(&workload));
             // The same config measured twice (resumed runs, several logs) counts once.
             records.sort_by(|a, b| a.config.cmp(&b.config));
             records.dedup_by(|a, b| a.config == b.config);

@@ -5,9 +5,13 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use autotune_codegen::{Config, Target, Workload, WorkloadId, GENERATOR_VERSION};
+use autotune_codegen::{
+    Config, KernelFingerprint, Target, Workload, WorkloadId, GENERATOR_VERSION,
+};
+use autotune_lang::Operator;
 use serde::{Deserialize, Serialize};
 
+use crate::history::Known;
 use crate::measure::{ErrorClass, MeasureError, Timing};
 
 /// One measured (or failed) trial, as a line of the record log.
@@ -38,6 +42,10 @@ pub struct Record {
     /// before the field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
+    /// The fingerprint of the kernel that was timed; none in records written
+    /// before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelFingerprint>,
 }
 
 impl Record {
@@ -67,6 +75,7 @@ impl Record {
             workload_id: w.id(),
             target: target.clone(),
             tuner: tuner.to_string(),
+            kernel: KernelFingerprint::of(w, &config, target.isa).ok(),
             config,
             gflops,
             seconds,
@@ -77,10 +86,14 @@ impl Record {
         }
     }
 
-    /// Whether the config was lowered by this generator (only such records are
-    /// resumed or learned from).
-    pub fn is_current(&self) -> bool {
+    /// Whether this record, of workload `w`, measured the kernel this
+    /// generator makes of its config (only such records are resumed or
+    /// learned from): it was lowered by this generator, or it records the
+    /// kernel it timed and that is still the kernel.
+    pub fn is_current(&self, w: &Workload) -> bool {
         self.generator.unwrap_or(1) == GENERATOR_VERSION
+            || self.kernel.is_some()
+                && self.kernel == KernelFingerprint::of(w, &self.config, self.target.isa).ok()
     }
 }
 
@@ -138,6 +151,52 @@ pub fn load_log(path: &Path) -> Result<Vec<Record>, LogError> {
             })
         })
         .collect()
+}
+
+/// Records the kernel fingerprint of the records of this generator version in
+/// the log at `path` that lack one and whose workload is of `ops` (at any
+/// shapes); returns how many. Every other line is kept as it was; the file is
+/// replaced atomically.
+pub fn stamp_log(path: &Path, ops: &[Operator]) -> Result<usize, LogError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LogError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let known = Known::new(ops);
+    let mut stamped = 0;
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.lines().enumerate() {
+        let mut r: Record = match line.trim() {
+            "" => {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+            l => serde_json::from_str(l).map_err(|source| LogError::Corrupt {
+                path: path.to_path_buf(),
+                line: i + 1,
+                source,
+            })?,
+        };
+        let w = known.workload(&r.workload_id);
+        match w {
+            Some(w) if r.kernel.is_none() && r.generator.unwrap_or(1) == GENERATOR_VERSION => {
+                r.kernel = KernelFingerprint::of(&w, &r.config, r.target.isa).ok();
+                stamped += usize::from(r.kernel.is_some());
+                out.push_str(&serde_json::to_string(&r).expect("records serialise"));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    let err = |source| LogError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension("jsonl.stamp.tmp");
+    std::fs::write(&tmp, out).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)?;
+    Ok(stamped)
 }
 
 /// Appends one record (creating the file and its directory).

@@ -150,7 +150,7 @@ pub fn tune(
         let mut observed = Vec::new();
         let threads = Some(opts.timing.threads);
         for r in load_log(log)?.into_iter().filter(|r| {
-            r.workload_id == id && r.target == *target && r.is_current() && r.threads == threads
+            r.workload_id == id && r.target == *target && r.is_current(w) && r.threads == threads
         }) {
             if let Ok(i) = space.index_of(&r.config) {
                 measured.insert(i);

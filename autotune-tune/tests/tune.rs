@@ -228,21 +228,72 @@ fn a_failure_class_from_a_newer_version_still_loads() {
 }
 
 /// Records of another generator version (their configs may mean other code)
-/// are not resumed: the run measures its whole budget.
+/// are resumed only where they record the kernel they timed and it is still
+/// the kernel; otherwise the run measures its whole budget.
 #[test]
-fn records_of_another_generator_are_not_resumed() {
+fn records_of_another_generator_are_resumed_only_with_an_unchanged_kernel() {
     let w = workload(12, 32, 16);
     let dir = scratch("tune-generator");
     let mut opts = options(&dir);
     opts.trials = 4;
     let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     assert_eq!(first.trials, 4);
-    // The same records, as an older generator wrote them.
     let log = opts.log.clone().unwrap();
-    rewrite_log(&log, |_, v| v["generator"] = serde_json::json!(0));
-    let second = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
-    assert_eq!(second.resumed, 0, "records of generator 0 were resumed");
-    assert_eq!(second.trials, 4);
+    let original = std::fs::read_to_string(&log).unwrap();
+    let resumed = |edit: &dyn Fn(&mut serde_json::Value)| {
+        std::fs::write(&log, &original).unwrap();
+        rewrite_log(&log, |_, v| edit(v));
+        let s = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
+        s.resumed
+    };
+    // As an older generator wrote them, with the kernel it timed: the same.
+    assert_eq!(resumed(&|v| v["generator"] = serde_json::json!(0)), 4);
+    // ... with another kernel than this generator makes of the config.
+    let changed = |v: &mut serde_json::Value| {
+        v["generator"] = serde_json::json!(0);
+        v["kernel"] = serde_json::json!("0123456789abcdef");
+    };
+    assert_eq!(
+        resumed(&changed),
+        0,
+        "records of a changed kernel were resumed"
+    );
+    // ... from before records said their kernel.
+    let unsaid = |v: &mut serde_json::Value| {
+        v["generator"] = serde_json::json!(0);
+        v.as_object_mut().unwrap().remove("kernel");
+    };
+    assert_eq!(resumed(&unsaid), 0, "records of generator 0 were resumed");
+}
+
+/// Stamping a log written before records said their kernel records the
+/// kernel a trial records today, for records of this generator only.
+#[test]
+fn stamping_a_log_records_the_kernel_a_trial_records() {
+    let w = workload(12, 32, 16);
+    let dir = scratch("tune-stamp");
+    let mut opts = options(&dir);
+    opts.trials = 3;
+    tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let log = opts.log.clone().unwrap();
+    let written = record::load_log(&log).unwrap();
+    assert!(written.iter().all(|r| r.kernel.is_some()), "{written:?}");
+    rewrite_log(&log, |i, v| {
+        v.as_object_mut().unwrap().remove("kernel");
+        if i == 0 {
+            v["generator"] = serde_json::json!(0);
+        }
+    });
+    let stamped = record::stamp_log(&log, std::slice::from_ref(&w.op)).unwrap();
+    assert_eq!(stamped, written.len() - 1);
+    let kernels: Vec<_> = record::load_log(&log)
+        .unwrap()
+        .iter()
+        .map(|r| r.kernel)
+        .collect();
+    let mut want: Vec<_> = written.iter().map(|r| r.kernel).collect();
+    want[0] = None;
+    assert_eq!(kernels, want);
 }
 
 /// Records of another kernel thread count were timed at another pool size: a

@@ -198,14 +198,17 @@ enum Command {
         #[arg(long)]
         file: Option<PathBuf>,
     },
-    /// Record the kernel fingerprint of the current entries that lack one
-    /// (tuned before cache format 4), so a later generator version keeps them
-    /// where it makes the same kernel.
+    /// Record the kernel fingerprint of the current cache entries and records
+    /// that lack one (written before it existed), so a later generator version
+    /// keeps them where it makes the same kernel.
     Stamp {
         #[command(flatten)]
         target: OpArgs,
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
+        /// Record logs to stamp too (their records of the file's operators).
+        #[arg(long)]
+        log: Vec<PathBuf>,
     },
     /// Tuning curves (best GFLOP/s after each trial) from a record log, as SVG.
     Plot {
@@ -755,10 +758,15 @@ fn main() -> Result<()> {
                 }
             }
         }
-        Command::Stamp { target, cache } => {
-            for op in load(&target)? {
-                let stamped = cache::stamp(&cache, &op)?;
+        Command::Stamp { target, cache, log } => {
+            let ops = load(&target)?;
+            for op in &ops {
+                let stamped = cache::stamp(&cache, op)?;
                 println!("{}: {stamped} entries stamped", op.name);
+            }
+            for path in log {
+                let stamped = autotune_tune::record::stamp_log(&path, &ops)?;
+                println!("{}: {stamped} records stamped", path.display());
             }
         }
         Command::Plot { log, workload, out } => {

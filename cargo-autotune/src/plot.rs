@@ -132,6 +132,7 @@ mod tests {
             time: 0,
             generator: None,
             threads: None,
+            kernel: None,
         }
     }
 
