@@ -192,9 +192,10 @@ enum Command {
     Show {
         #[arg(long, default_value = "tuning-cache")]
         cache: PathBuf,
-        /// The source of the operators: entries of an older generator whose
-        /// kernel it still makes show as current, as a build applies them
-        /// (without it, every entry of an older generator shows as stale).
+        /// The source of the operators (default: src/ops.rs where it exists):
+        /// entries of an older generator whose kernel it still makes show as
+        /// current, as a build applies them (without a source, every entry of
+        /// an older generator shows as stale).
         #[arg(long)]
         file: Option<PathBuf>,
     },
@@ -720,15 +721,23 @@ fn main() -> Result<()> {
         }
         Command::Show { cache, file } => {
             let host = cache::Cpu::host();
-            let ops = match file {
+            let file = file.or_else(|| {
+                let default = PathBuf::from("src/ops.rs");
+                default.exists().then_some(default)
+            });
+            let ops = match &file {
                 Some(file) => load(&OpArgs {
-                    file,
+                    file: file.clone(),
                     op: None,
                     spec: 0,
                 })?,
                 None => Vec::new(),
             };
             println!("this CPU: {host}");
+            match &file {
+                Some(f) => println!("kernels checked against {}", f.display()),
+                None => println!("no operator source given (--file): by generator version only"),
+            }
             println!(
                 "{:<40} {:<32} {:>10} {:>7} {:<10} {:<6} cpu",
                 "workload", "target", "GFLOP/s", "trials", "date", "status"
