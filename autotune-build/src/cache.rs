@@ -181,6 +181,21 @@ pub fn load(dir: &Path, op: &str) -> Result<Vec<Entry>, CacheError> {
 /// version they were tuned with.)
 pub fn load_for(dir: &Path, op: &Operator) -> Result<Vec<Entry>, CacheError> {
     let mut entries = load(dir, &op.name)?;
+    for_each_workload(op, &mut entries, |w, e| {
+        if e.carried_over(w) {
+            e.generator = GENERATOR_VERSION;
+        }
+    });
+    Ok(entries)
+}
+
+/// Calls `f` with each of `entries` that is of a specialisation of `op`, and
+/// that workload.
+fn for_each_workload(
+    op: &Operator,
+    entries: &mut [Entry],
+    mut f: impl FnMut(&Workload, &mut Entry),
+) {
     for spec in 0..op.specializations.len() {
         let w = Workload {
             op: op.clone(),
@@ -188,12 +203,9 @@ pub fn load_for(dir: &Path, op: &Operator) -> Result<Vec<Entry>, CacheError> {
         };
         let id = w.id();
         for e in entries.iter_mut().filter(|e| e.workload_id == id) {
-            if e.carried_over(&w) {
-                e.generator = GENERATOR_VERSION;
-            }
+            f(&w, e);
         }
     }
-    Ok(entries)
 }
 
 fn parse(path: &Path, text: &str) -> Result<Vec<Entry>, CacheError> {
@@ -405,19 +417,12 @@ pub fn stamp(dir: &Path, op: &Operator) -> Result<usize, CacheError> {
         return Ok(0);
     }
     rewrite(dir, &op.name, |entries| {
-        for spec in 0..op.specializations.len() {
-            let w = Workload {
-                op: op.clone(),
-                spec,
-            };
-            let id = w.id();
-            for e in entries.iter_mut().filter(|e| {
-                e.workload_id == id && e.generator == GENERATOR_VERSION && e.kernel.is_none()
-            }) {
-                e.kernel = KernelFingerprint::of(&w, &e.config, e.target.isa).ok();
+        for_each_workload(op, entries, |w, e| {
+            if e.generator == GENERATOR_VERSION && e.kernel.is_none() {
+                e.kernel = KernelFingerprint::of(w, &e.config, e.target.isa).ok();
                 stamped += usize::from(e.kernel.is_some());
             }
-        }
+        });
     })?;
     Ok(stamped)
 }

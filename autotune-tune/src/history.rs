@@ -171,9 +171,13 @@ impl History {
             let Some(workload) = known.workload(&id) else {
                 continue;
             };
-            records.retain(|r| r.is_current(&workload));
-            // The same config measured twice (resumed runs, several logs) counts once.
-            records.sort_by(|a, b| a.config.cmp(&b.config));
+            // What cannot be current goes first (cheap); whether an older
+            // generator's record still times today's kernel costs a lowering,
+            // so that is asked after thinning.
+            records.retain(|r| r.of_this_generator() || r.kernel.is_some());
+            // The same config measured twice (resumed runs, several logs)
+            // counts once: this generator's record where there is one.
+            records.sort_by_key(|r| (r.config.clone(), !r.of_this_generator()));
             records.dedup_by(|a, b| a.config == b.config);
             records.sort_by(|a, b| {
                 b.gflops
@@ -182,6 +186,7 @@ impl History {
                     .then(a.config.cmp(&b.config))
             });
             thin(&mut records, MAX_TRIALS_PER_WORKLOAD);
+            records.retain(|r| r.is_current(&workload));
             let featurizer = Featurizer::with_source(&workload, set, source);
             let mut cache = described().lock().unwrap_or_else(|e| e.into_inner());
             let trials: Vec<(Config, Option<f64>, Vec<f32>)> = records

@@ -86,12 +86,18 @@ impl Record {
         }
     }
 
+    /// Whether this generator lowered its config (records written before the
+    /// field existed are of version 1, the only one there was).
+    pub fn of_this_generator(&self) -> bool {
+        self.generator.unwrap_or(1) == GENERATOR_VERSION
+    }
+
     /// Whether this record, of workload `w`, measured the kernel this
     /// generator makes of its config (only such records are resumed or
     /// learned from): it was lowered by this generator, or it records the
     /// kernel it timed and that is still the kernel.
     pub fn is_current(&self, w: &Workload) -> bool {
-        self.generator.unwrap_or(1) == GENERATOR_VERSION
+        self.of_this_generator()
             || self.kernel.is_some()
                 && self.kernel == KernelFingerprint::of(w, &self.config, self.target.isa).ok()
     }
@@ -180,7 +186,7 @@ pub fn stamp_log(path: &Path, ops: &[Operator]) -> Result<usize, LogError> {
         };
         let w = known.workload(&r.workload_id);
         match w {
-            Some(w) if r.kernel.is_none() && r.generator.unwrap_or(1) == GENERATOR_VERSION => {
+            Some(w) if r.kernel.is_none() && r.of_this_generator() => {
                 r.kernel = KernelFingerprint::of(&w, &r.config, r.target.isa).ok();
                 stamped += usize::from(r.kernel.is_some());
                 out.push_str(&serde_json::to_string(&r).expect("records serialise"));

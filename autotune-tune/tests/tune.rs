@@ -266,6 +266,51 @@ fn records_of_another_generator_are_resumed_only_with_an_unchanged_kernel() {
     assert_eq!(resumed(&unsaid), 0, "records of generator 0 were resumed");
 }
 
+/// The history learns from an older generator's records only while they
+/// record the kernel they timed and it is still the kernel.
+#[test]
+fn the_history_learns_from_an_older_generators_records_only_with_an_unchanged_kernel() {
+    use autotune_tune::features::{FeatureSet, FeatureSource};
+    use autotune_tune::history::History;
+    let w = workload(12, 32, 16);
+    let dir = scratch("tune-history-generator");
+    let mut opts = options(&dir);
+    opts.trials = 4;
+    tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let log = opts.log.clone().unwrap();
+    let learned = || {
+        let (h, errors) = History::load(
+            std::slice::from_ref(&log),
+            std::slice::from_ref(&w.op),
+            &opts.target,
+            None,
+            FeatureSet::Curve,
+            FeatureSource::Plan,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        h.trials()
+    };
+    assert_eq!(learned(), 4);
+    rewrite_log(&log, |_, v| v["generator"] = serde_json::json!(0));
+    assert_eq!(
+        learned(),
+        4,
+        "an unchanged kernel's records were not learned from"
+    );
+    rewrite_log(&log, |i, v| {
+        if i < 2 {
+            v["kernel"] = serde_json::json!("0123456789abcdef");
+        } else {
+            v.as_object_mut().unwrap().remove("kernel");
+        }
+    });
+    assert_eq!(
+        learned(),
+        0,
+        "records of changed or unrecorded kernels were learned from"
+    );
+}
+
 /// Stamping a log written before records said their kernel records the
 /// kernel a trial records today, for records of this generator only.
 #[test]
