@@ -12,6 +12,8 @@
 //!   (`--save` writes the best config to the tuning cache);
 //! - `cargo autotune show|verify|prune --cache tuning-cache`: list the cache,
 //!   re-measure and check its kernels here, drop entries the source lost;
+//!   `cargo autotune stamp [--log FILE]`: record the kernel fingerprint of
+//!   entries and records written before they carried one;
 //! - `cargo autotune plot --log records.jsonl --out curve.svg`: tuning curves;
 //! - `cargo autotune train --file OPS --log DIR --out model.json`: a
 //!   pre-trained cost model from record logs (`bench/corpus.sh` makes the
