@@ -263,6 +263,41 @@ pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
     s
 }
 
+/// The helpers of kernels that keep their scratch ([`Kernel::keeps_scratch`]),
+/// which the file defines before them: one block per thread, grown as calls need, freed
+/// with the thread. Scratch malloc'd and freed by every call went back to the
+/// OS each time (glibc trims it), so every call page-faulted it in again: a
+/// third of a 333³ GEMM call, most of a small one.
+pub const KEPT_SCRATCH_C: &str = r#"#ifndef AT_KEPT_SCRATCH
+#define AT_KEPT_SCRATCH
+#include <pthread.h>
+static __thread void *at_kept;
+static __thread size_t at_kept_cap;
+static pthread_key_t at_kept_key;
+static pthread_once_t at_kept_once = PTHREAD_ONCE_INIT;
+static inline void at_kept_init(void) { (void)pthread_key_create(&at_kept_key, free); }
+/* a + b, or SIZE_MAX (which malloc refuses) where it overflows. */
+static inline size_t at_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+/* Bytes rounded up to a cache line. */
+static inline size_t at_line(size_t bytes) { return at_add(bytes, 63) & ~(size_t)63; }
+/* The calling thread's block, grown to `bytes`; above 16 MiB a block of the
+ * call's own (*own), which the caller frees. NULL when out of memory. */
+static inline void *at_scratch(size_t bytes, int *own) {
+  *own = bytes > ((size_t)16 << 20);
+  if (*own) return malloc(bytes);
+  if (bytes > at_kept_cap) {
+    free(at_kept);
+    at_kept = malloc(bytes);
+    at_kept_cap = at_kept ? bytes : 0;
+    pthread_once(&at_kept_once, at_kept_init);
+    pthread_setspecific(at_kept_key, at_kept);
+  }
+  return at_kept;
+}
+#endif
+
+"#;
+
 /// One ISA clone: its outlined parallel bodies, then the function.
 fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     let name = format!("{}__{}", k.symbol, isa.name());
@@ -296,30 +331,58 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         // A schedule need not read every shape (e.g. only bounds checks did).
         w.line(1, &format!("(void){};", p.name));
     }
-    for b in &k.scratch {
-        w.line(
-            1,
-            &format!(
-                "{t} *restrict {} = ({t} *)malloc(sizeof({t}) * ((size_t)({}) + 1));",
-                b.name,
-                iexpr(&b.elems)
-            ),
-        );
-    }
-    if !k.scratch.is_empty() {
-        let any_null: Vec<String> = k.scratch.iter().map(|b| format!("!{}", b.name)).collect();
-        w.line(1, &format!("if ({}) {{", any_null.join(" || ")));
+    if k.keeps_scratch {
+        // One block for all buffers, the thread's kept one where it fits.
+        w.line(1, "int own__;");
+        w.line(1, "size_t total__ = 0;");
         for b in &k.scratch {
-            w.line(2, &format!("free({});", b.name));
+            w.line(1, &format!("const size_t at__{} = total__;", b.name));
+            w.line(
+                1,
+                &format!(
+                    "total__ = at_add(total__, at_line(sizeof({t}) * ((size_t)({}) + 1)));",
+                    iexpr(&b.elems)
+                ),
+            );
         }
-        w.line(2, "return 1;");
-        w.line(1, "}");
+        w.line(1, "char *scratch__ = (char *)at_scratch(total__, &own__);");
+        w.line(1, "if (!scratch__) return 1;");
+        for b in &k.scratch {
+            w.line(
+                1,
+                &format!("{t} *restrict {0} = ({t} *)(scratch__ + at__{0});", b.name),
+            );
+        }
+    } else {
+        for b in &k.scratch {
+            w.line(
+                1,
+                &format!(
+                    "{t} *restrict {} = ({t} *)malloc(sizeof({t}) * ((size_t)({}) + 1));",
+                    b.name,
+                    iexpr(&b.elems)
+                ),
+            );
+        }
+        if !k.scratch.is_empty() {
+            let any_null: Vec<String> = k.scratch.iter().map(|b| format!("!{}", b.name)).collect();
+            w.line(1, &format!("if ({}) {{", any_null.join(" || ")));
+            for b in &k.scratch {
+                w.line(2, &format!("free({});", b.name));
+            }
+            w.line(2, "return 1;");
+            w.line(1, "}");
+        }
     }
     for st in &k.body {
         w.stmt(st, 1);
     }
-    for b in &k.scratch {
-        w.line(1, &format!("free({});", b.name));
+    if k.keeps_scratch {
+        w.line(1, "if (own__) free(scratch__);");
+    } else {
+        for b in &k.scratch {
+            w.line(1, &format!("free({});", b.name));
+        }
     }
     w.line(1, "return 0;");
     let mut s = w.outlined;

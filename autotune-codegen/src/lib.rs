@@ -39,7 +39,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 2;
+pub const GENERATOR_VERSION: u32 = 3;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header, the runtime's C and the
@@ -254,7 +254,12 @@ pub fn generic_c(
     let mut buckets = Vec::new();
     for (i, g) in schedules.iter().enumerate() {
         let plan = plan(op, Variant::Generic, &g.at.values, Some(&g.config))?;
-        let kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
+        let mut kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
+        // Its calls at odd and small shapes pad-copy: scratch kept per thread.
+        kernel.keeps_scratch = !kernel.scratch.is_empty();
+        if kernel.keeps_scratch && !c.contains(emit::KEPT_SCRATCH_C) {
+            c.push_str(emit::KEPT_SCRATCH_C);
+        }
         c.push_str(&emit::kernel_c(&kernel, &[tiled]));
         let anchor: Vec<(String, i64)> = op
             .input_shape_vars()

@@ -284,6 +284,12 @@ pub struct Kernel {
     pub doc: Vec<String>,
     pub params: Vec<Param>,
     pub scratch: Vec<Scratch>,
+    /// Whether the scratch (there is some) is kept per thread between calls
+    /// (up to a limit) instead of allocated and freed by each call: the
+    /// generic kernel's tiled schedules, whose calls at odd or small shapes
+    /// pad-copy their operands. The file defines [`crate::emit::KEPT_SCRATCH_C`]
+    /// before the kernel.
+    pub keeps_scratch: bool,
     /// The elements a call fills in its buffers (at least: where a stage picks
     /// one of two nests at run time, the smaller's), a measure of its set-up.
     pub setup: IExpr,

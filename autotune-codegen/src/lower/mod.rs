@@ -123,6 +123,7 @@ pub fn lower(
         doc,
         params,
         scratch,
+        keeps_scratch: false,
         setup,
         body,
     }
