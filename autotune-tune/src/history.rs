@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use autotune_codegen::{Config, Space, Target, Workload, WorkloadId};
-use autotune_lang::ir::{Operator, Specialization};
+use autotune_lang::ir::Operator;
 
 use crate::features::{FeatureSet, FeatureSource, Featurizer};
 use crate::model::{Matrix, TrainingSet};
-use crate::record::{load_log, LogError, Record};
+use crate::record::{load_log, Known, LogError, Record};
 
 /// Trials kept per past workload: its best and a spread of the rest, so that
 /// loading stays quick where features are computed in an unoptimised build
@@ -35,45 +35,6 @@ type Described = Mutex<HashMap<(FeatureSet, FeatureSource, WorkloadId, Config), 
 fn described() -> &'static Described {
     static CACHE: OnceLock<Described> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// Operators by the name and fingerprint their workload ids carry: the
-/// workload of a record, at its own shapes.
-pub(crate) struct Known<'a>(BTreeMap<(String, u64), &'a Operator>);
-
-impl<'a> Known<'a> {
-    pub(crate) fn new(ops: &'a [Operator]) -> Known<'a> {
-        Known(
-            ops.iter()
-                .map(|op| {
-                    let w = Workload {
-                        op: Operator {
-                            specializations: vec![Specialization::exact(Vec::new())],
-                            ..op.clone()
-                        },
-                        spec: 0,
-                    };
-                    let id = w.id();
-                    ((id.op, id.fingerprint), op)
-                })
-                .collect(),
-        )
-    }
-
-    /// The workload `id` names, if its operator is known.
-    pub(crate) fn workload(&self, id: &WorkloadId) -> Option<Workload> {
-        let op = self.0.get(&(id.op.clone(), id.fingerprint))?;
-        (id.shapes.len() == op.shape_vars.len()).then(|| Workload {
-            op: Operator {
-                specializations: vec![Specialization {
-                    values: id.shapes.clone(),
-                    bucket: id.bucket.clone(),
-                }],
-                ..(*op).clone()
-            },
-            spec: 0,
-        })
-    }
 }
 
 /// One earlier workload and its trials on this target.

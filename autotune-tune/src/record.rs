@@ -1,6 +1,7 @@
 //! The record log: one JSON line per trial (measured or failed), appended as
 //! trials finish, so that a run can be resumed and later runs can learn from it.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -8,10 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use autotune_codegen::{
     Config, KernelFingerprint, Target, Workload, WorkloadId, GENERATOR_VERSION,
 };
-use autotune_lang::Operator;
+use autotune_lang::ir::{Operator, Specialization};
 use serde::{Deserialize, Serialize};
 
-use crate::history::Known;
 use crate::measure::{ErrorClass, MeasureError, Timing};
 
 /// One measured (or failed) trial, as a line of the record log.
@@ -157,6 +157,45 @@ pub fn load_log(path: &Path) -> Result<Vec<Record>, LogError> {
             })
         })
         .collect()
+}
+
+/// Operators by the name and fingerprint their workload ids carry: the
+/// workload of a record, at its own shapes.
+pub(crate) struct Known<'a>(BTreeMap<(String, u64), &'a Operator>);
+
+impl<'a> Known<'a> {
+    pub(crate) fn new(ops: &'a [Operator]) -> Known<'a> {
+        Known(
+            ops.iter()
+                .map(|op| {
+                    let w = Workload {
+                        op: Operator {
+                            specializations: vec![Specialization::exact(Vec::new())],
+                            ..op.clone()
+                        },
+                        spec: 0,
+                    };
+                    let id = w.id();
+                    ((id.op, id.fingerprint), op)
+                })
+                .collect(),
+        )
+    }
+
+    /// The workload `id` names, if its operator is known.
+    pub(crate) fn workload(&self, id: &WorkloadId) -> Option<Workload> {
+        let op = self.0.get(&(id.op.clone(), id.fingerprint))?;
+        (id.shapes.len() == op.shape_vars.len()).then(|| Workload {
+            op: Operator {
+                specializations: vec![Specialization {
+                    values: id.shapes.clone(),
+                    bucket: id.bucket.clone(),
+                }],
+                ..(*op).clone()
+            },
+            spec: 0,
+        })
+    }
 }
 
 /// Records the kernel fingerprint of the records of this generator version in
