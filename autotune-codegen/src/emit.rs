@@ -264,18 +264,19 @@ pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
 }
 
 /// The helpers of kernels that keep their scratch ([`Kernel::keeps_scratch`]),
-/// which the file defines before them: one block per thread, grown as calls need, freed
-/// with the thread. Scratch malloc'd and freed by every call went back to the
-/// OS each time (glibc trims it), so every call page-faulted it in again: a
-/// third of a 333³ GEMM call, most of a small one.
+/// which the file defines before them: one block per thread, grown as calls
+/// need, freed with the thread. Scratch malloc'd and freed by every call went
+/// back to the OS each time (glibc trims it), so every call page-faulted it in
+/// again: a third of a 333³ GEMM call.
 pub const KEPT_SCRATCH_C: &str = r#"#ifndef AT_KEPT_SCRATCH
 #define AT_KEPT_SCRATCH
 #include <pthread.h>
 static __thread void *at_kept;
 static __thread size_t at_kept_cap;
 static pthread_key_t at_kept_key;
+static int at_kept_keyed;
 static pthread_once_t at_kept_once = PTHREAD_ONCE_INIT;
-static inline void at_kept_init(void) { (void)pthread_key_create(&at_kept_key, free); }
+static inline void at_kept_init(void) { at_kept_keyed = !pthread_key_create(&at_kept_key, free); }
 /* a + b, or SIZE_MAX (which malloc refuses) where it overflows. */
 static inline size_t at_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
 /* Bytes rounded up to a cache line. */
@@ -290,7 +291,8 @@ static inline void *at_scratch(size_t bytes, int *own) {
     at_kept = malloc(bytes);
     at_kept_cap = at_kept ? bytes : 0;
     pthread_once(&at_kept_once, at_kept_init);
-    pthread_setspecific(at_kept_key, at_kept);
+    /* Freed with the thread (without a key, kept until the process ends). */
+    if (at_kept_keyed) (void)pthread_setspecific(at_kept_key, at_kept);
   }
   return at_kept;
 }
