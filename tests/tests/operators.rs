@@ -27,6 +27,34 @@ fn matmul() {
     }
 }
 
+/// The generic kernel keeps its scratch per thread between calls: callers on
+/// several threads, each growing and shrinking its calls (and then exiting,
+/// which frees the block), all get the reference's results.
+#[test]
+fn generic_matmul_on_several_threads_growing_and_shrinking() {
+    let shapes = [
+        (3, 17, 127),
+        (150, 130, 200),
+        (1, 1, 1),
+        (97, 61, 33),
+        (151, 129, 201),
+    ];
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            s.spawn(move || {
+                for i in 0..shapes.len() {
+                    let (m, n, k) = shapes[(i + t) % shapes.len()];
+                    let a = random::<f32, 2>([m, k], 10 + t as u64);
+                    let b = random::<f32, 2>([k, n], 20 + t as u64);
+                    check(&format!("matmul {m}x{n}x{k} on thread {t}"), |imp, out| {
+                        ops::__autotune_matmul(imp, a.view(), b.view(), out)
+                    });
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn matmul_in_and_out_of_its_buckets() {
     for (m, n, k) in [
