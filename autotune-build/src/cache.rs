@@ -113,8 +113,7 @@ impl Entry {
     /// same kernel today.
     pub fn carried_over(&self, w: &Workload) -> bool {
         self.generator != GENERATOR_VERSION
-            && self.kernel.is_some()
-            && self.kernel == KernelFingerprint::of(w, &self.config, self.target.isa).ok()
+            && KernelFingerprint::still_made(self.kernel, w, &self.config, self.target.isa)
     }
 
     /// The CPU this entry was tuned on.

@@ -87,6 +87,12 @@ impl KernelFingerprint {
         text += &format!("-O{} {}", runtime::OPT_LEVEL, runtime::C_FLAGS.join(" "));
         Ok(KernelFingerprint(mangle::fnv1a(text.as_bytes())))
     }
+
+    /// Whether `recorded` (a cache entry's or a record's) is the kernel
+    /// `config` of `w` makes at `isa` today.
+    pub fn still_made(recorded: Option<Self>, w: &Workload, config: &Config, isa: Isa) -> bool {
+        recorded.is_some_and(|k| KernelFingerprint::of(w, config, isa).is_ok_and(|now| now == k))
+    }
 }
 
 impl std::fmt::Display for KernelFingerprint {
@@ -252,13 +258,15 @@ pub fn generic_c(
     let naive = lower(None, format!("{symbol}__naive"));
     let mut c = String::new();
     let mut buckets = Vec::new();
+    let mut helpers = false;
     for (i, g) in schedules.iter().enumerate() {
         let plan = plan(op, Variant::Generic, &g.at.values, Some(&g.config))?;
         let mut kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
         // Its calls at odd and small shapes pad-copy: scratch kept per thread.
         kernel.keeps_scratch = !kernel.scratch.is_empty();
-        if kernel.keeps_scratch && !c.contains(emit::KEPT_SCRATCH_C) {
+        if kernel.keeps_scratch && !helpers {
             c.push_str(emit::KEPT_SCRATCH_C);
+            helpers = true;
         }
         c.push_str(&emit::kernel_c(&kernel, &[tiled]));
         let anchor: Vec<(String, i64)> = op

@@ -98,8 +98,7 @@ impl Record {
     /// kernel it timed and that is still the kernel.
     pub fn is_current(&self, w: &Workload) -> bool {
         self.of_this_generator()
-            || self.kernel.is_some()
-                && self.kernel == KernelFingerprint::of(w, &self.config, self.target.isa).ok()
+            || KernelFingerprint::still_made(self.kernel, w, &self.config, self.target.isa)
     }
 }
 
