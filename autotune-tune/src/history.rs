@@ -7,7 +7,9 @@
 //! ([`WorkloadId`]), so the trials of any operator whose definition is at
 //! hand can be lowered again and described at their own shapes, including
 //! shapes the source no longer specialises. Records of other targets (another
-//! ISA level or machine) are left out: their timings say nothing about this one.
+//! architecture or ISA level) are left out: their timings say nothing about
+//! this one. Records of other CPUs of the target are kept (older records do not
+//! say their CPU), unlike a resumed run's (`session::tune`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use autotune_codegen::{
-    Config, KernelFingerprint, Target, Workload, WorkloadId, GENERATOR_VERSION,
+    Config, CpuId, KernelFingerprint, Target, Workload, WorkloadId, GENERATOR_VERSION,
 };
 use autotune_lang::ir::{Operator, Specialization};
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,10 @@ pub struct Record {
     /// before the field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelFingerprint>,
+    /// The CPU that timed the trial (its vendor, family and model); none in
+    /// records written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuId>,
 }
 
 impl Record {
@@ -83,6 +87,8 @@ impl Record {
             time: now(),
             generator: Some(GENERATOR_VERSION),
             threads: Some(threads),
+            // The harness runs candidates on this machine.
+            cpu: CpuId::detect(),
         }
     }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use autotune_codegen::{Config, Space, Target, Workload};
+use autotune_codegen::{Config, CpuId, Space, Target, Workload};
 use autotune_lang::Operator;
 
 use crate::history::History;
@@ -143,14 +143,21 @@ pub fn tune(
     };
     let mut measured: HashSet<u128> = HashSet::new();
     let default = space.default_config(&w.op, w.shapes());
-    // Resume: earlier trials of this workload on this target at this thread
-    // count count. (Records before they said their count are not resumed:
-    // their best may be another count's.)
+    // Resume: earlier trials of this workload on this target, timed on this
+    // CPU at this thread count, count. (Records that do not say their count or
+    // CPU are not resumed: their best may be another's, and saved as this
+    // CPU's it would claim another CPU's figure.)
     if let Some(log) = &opts.log {
         let mut observed = Vec::new();
         let threads = Some(opts.timing.threads);
+        let cpu = CpuId::detect();
         for r in load_log(log)?.into_iter().filter(|r| {
-            r.workload_id == id && r.target == *target && r.is_current(w) && r.threads == threads
+            r.workload_id == id
+                && r.target == *target
+                && r.threads == threads
+                && r.cpu.is_some()
+                && r.cpu == cpu
+                && r.is_current(w)
         }) {
             if let Ok(i) = space.index_of(&r.config) {
                 measured.insert(i);

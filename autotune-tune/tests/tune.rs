@@ -385,6 +385,42 @@ fn records_of_another_thread_count_are_not_resumed() {
     );
 }
 
+/// Records say the CPU that timed them: a run resumes only this CPU's (another
+/// CPU's best, saved as this one's, would claim its figure here), and not
+/// records that do not say their CPU.
+#[test]
+fn records_of_another_cpu_are_not_resumed() {
+    let w = workload(12, 32, 16);
+    let dir = scratch("tune-cpu");
+    let mut opts = options(&dir);
+    opts.trials = 4;
+    let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(first.trials, 4);
+    let log = opts.log.clone().unwrap();
+    let here = autotune_codegen::CpuId::detect();
+    assert!(
+        record::load_log(&log)
+            .unwrap()
+            .iter()
+            .all(|r| r.cpu == here),
+        "records do not name this CPU"
+    );
+    let original = std::fs::read_to_string(&log).unwrap();
+    let resumed = |edit: &dyn Fn(&mut serde_json::Value)| {
+        std::fs::write(&log, &original).unwrap();
+        rewrite_log(&log, |_, v| edit(v));
+        let s = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
+        s.resumed
+    };
+    assert_eq!(resumed(&|_| {}), 4, "this CPU's records are resumed");
+    let other = |v: &mut serde_json::Value| v["cpu"] = serde_json::json!("OtherVendor-1-2");
+    assert_eq!(resumed(&other), 0, "another CPU's records were resumed");
+    let unsaid = |v: &mut serde_json::Value| {
+        v.as_object_mut().unwrap().remove("cpu");
+    };
+    assert_eq!(resumed(&unsaid), 0, "records without a CPU were resumed");
+}
+
 proptest::proptest! {
     // A resumed run compares logged throughputs with fresh ones, so a
     // measurement must come back from the log bit for bit.

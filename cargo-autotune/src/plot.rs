@@ -133,6 +133,7 @@ mod tests {
             generator: None,
             threads: None,
             kernel: None,
+            cpu: None,
         }
     }
 
