@@ -61,6 +61,36 @@ fn matmul_c() {
     insta::assert_snapshot!(operator_c(&pkg(), &ops[0].op));
 }
 
+/// A constant input that the config packs: the copies are made into a block the
+/// handle's slot keeps (or, without a handle, one the call frees).
+#[test]
+fn constant_copies_c() {
+    let ops = ops_from(
+        r#"
+        #[tensor_op(constant(b), specialize(M = 8, N = 32, K = 16))]
+        pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }
+        "#,
+    )
+    .unwrap();
+    let op = &ops[0].op;
+    let shapes = &op.specializations[0].values;
+    let space = autotune_codegen::Space::new(op, shapes);
+    let mut config = space.default_config(op, shapes);
+    config.0.insert(
+        "output.pack.1".parse().unwrap(),
+        autotune_codegen::Value::Int(1),
+    );
+    let choice = autotune_codegen::Choice {
+        config: Some(config),
+        ..Default::default()
+    };
+    let c =
+        autotune_codegen::operator_c(&pkg(), op, &[choice], &[], &[Isa::Avx2], Isa::Avx2).unwrap();
+    insta::assert_snapshot!(c);
+}
+
 #[test]
 fn padded_pool_and_stages_c() {
     let ops = ops_from(

@@ -63,6 +63,7 @@ fn signature(k: &Kernel) -> (Vec<String>, Vec<&str>) {
         .map(|p| match p.kind {
             ParamKind::Input => format!("const {t} *restrict {}", p.name),
             ParamKind::Output => format!("{t} *restrict {}", p.name),
+            ParamKind::Slot => format!("void *{}", p.name),
             ParamKind::Shape => format!("int64_t {}", p.name),
         })
         .collect();
@@ -226,6 +227,9 @@ pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
         let _ = writeln!(s, " * {line}");
     }
     s.push_str(" */\n");
+    if !k.constants.is_empty() {
+        s.push_str(CONSTANTS_C);
+    }
     for &isa in isas {
         s.push_str(&clone_c(k, isa, &params));
     }
@@ -300,6 +304,34 @@ static inline void *at_scratch(size_t bytes, int *own) {
 
 "#;
 
+/// The helpers of kernels that keep their copies of constant inputs
+/// ([`Kernel::constants`]) in the slot of the input's handle: a list of blocks,
+/// one per kernel layout that has read the input, which the kernels allocate
+/// and publish and the handle frees (`autotune::Constant`, whose `Block` is
+/// this header). Two threads that miss at once both fill and publish a block;
+/// both stay valid until the handle is dropped.
+pub const CONSTANTS_C: &str = r#"#ifndef AT_CONSTANTS
+#define AT_CONSTANTS
+typedef struct at_const_block { struct at_const_block *next; uint64_t layout; } at_const_block;
+/* The copies start a cache line into the block. */
+#define AT_CONST_HEAD 64
+static inline char *at_const_data(at_const_block *b) { return (char *)b + AT_CONST_HEAD; }
+/* The block of `layout` in the slot (a pointer to the list's head), or NULL. */
+static inline at_const_block *at_const_find(void *slot, uint64_t layout) {
+  for (at_const_block *b = __atomic_load_n((at_const_block **)slot, __ATOMIC_ACQUIRE); b; b = b->next)
+    if (b->layout == layout) return b;
+  return NULL;
+}
+/* Adds a filled block to the slot's list. */
+static inline void at_const_publish(void *slot, at_const_block *b) {
+  at_const_block **head = (at_const_block **)slot;
+  at_const_block *old = __atomic_load_n(head, __ATOMIC_RELAXED);
+  do b->next = old;
+  while (!__atomic_compare_exchange_n(head, &old, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+#endif
+"#;
+
 /// One ISA clone: its outlined parallel bodies, then the function.
 fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     let name = format!("{}__{}", k.symbol, isa.name());
@@ -312,12 +344,15 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
             let ty = match p.kind {
                 ParamKind::Input => format!("const {t} *"),
                 ParamKind::Output => format!("{t} *"),
+                ParamKind::Slot => "void *".to_string(),
                 ParamKind::Shape => "int64_t ".to_string(),
             };
             (ty, p.name.clone())
         })
         .collect();
     fields.extend(k.scratch.iter().map(|b| (format!("{t} *"), b.name.clone())));
+    let constant_buffers = k.constants.iter().flat_map(|c| &c.buffers);
+    fields.extend(constant_buffers.map(|b| (format!("{t} *"), b.name.clone())));
     let mut w = Writer {
         out: String::new(),
         outlined: String::new(),
@@ -329,9 +364,58 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         fields,
         n_par: 0,
     };
-    for p in k.params.iter().filter(|p| p.kind == ParamKind::Shape) {
-        // A schedule need not read every shape (e.g. only bounds checks did).
-        w.line(1, &format!("(void){};", p.name));
+    for p in &k.params {
+        // A schedule need not read every shape (e.g. only bounds checks did),
+        // nor copy every constant.
+        let used = k.constants.iter().any(|c| c.slot == p.name);
+        if p.kind == ParamKind::Shape || (p.kind == ParamKind::Slot && !used) {
+            w.line(1, &format!("(void){};", p.name));
+        }
+    }
+    // Each constant's block: the slot's for this layout, else one this call
+    // fills (and publishes, with a slot, else frees).
+    for c in &k.constants {
+        let (cb, fill) = (format!("cb__{}", c.input), format!("cf__{}", c.input));
+        w.line(
+            1,
+            &format!(
+                "at_const_block *{cb} = {0} ? at_const_find({0}, {1:#x}ull) : NULL;",
+                c.slot, c.layout
+            ),
+        );
+        w.line(1, &format!("const int {fill} = !{cb};"));
+        w.line(
+            1,
+            &format!("if ({fill}) {cb} = (at_const_block *)malloc({});", c.bytes),
+        );
+    }
+    // On a failed allocation: what the call allocated so far.
+    let release_constants = |w: &mut Writer, depth: usize| {
+        for c in &k.constants {
+            w.line(depth, &format!("if (cf__{0}) free(cb__{0});", c.input));
+        }
+    };
+    if !k.constants.is_empty() {
+        let any_null: Vec<String> = k
+            .constants
+            .iter()
+            .map(|c| format!("!cb__{}", c.input))
+            .collect();
+        w.line(1, &format!("if ({}) {{", any_null.join(" || ")));
+        release_constants(&mut w, 2);
+        w.line(2, "return 1;");
+        w.line(1, "}");
+    }
+    for c in &k.constants {
+        for (b, off) in c.buffers.iter().zip(&c.offsets) {
+            w.line(
+                1,
+                &format!(
+                    "{t} *restrict {} = ({t} *)(at_const_data(cb__{}) + {off});",
+                    b.name, c.input
+                ),
+            );
+        }
     }
     if k.keeps_scratch {
         // One block for all buffers, the thread's kept one where it fits.
@@ -372,9 +456,22 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
             for b in &k.scratch {
                 w.line(2, &format!("free({});", b.name));
             }
+            release_constants(&mut w, 2);
             w.line(2, "return 1;");
             w.line(1, "}");
         }
+    }
+    for c in &k.constants {
+        w.line(1, &format!("if (cf__{}) {{", c.input));
+        w.line(2, &format!("cb__{}->layout = {:#x}ull;", c.input, c.layout));
+        for st in &c.fill {
+            w.stmt(st, 2);
+        }
+        w.line(
+            2,
+            &format!("if ({0}) at_const_publish({0}, cb__{1});", c.slot, c.input),
+        );
+        w.line(1, "}");
     }
     for st in &k.body {
         w.stmt(st, 1);
@@ -385,6 +482,12 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         for b in &k.scratch {
             w.line(1, &format!("free({});", b.name));
         }
+    }
+    for c in &k.constants {
+        w.line(
+            1,
+            &format!("if (cf__{0} && !{1}) free(cb__{0});", c.input, c.slot),
+        );
     }
     w.line(1, "return 0;");
     let mut s = w.outlined;

@@ -248,6 +248,9 @@ impl Stmt {
 pub enum ParamKind {
     Input,
     Output,
+    /// The slot of a constant input's handle (`void *`, NULL for a plain
+    /// tensor): where the kernel keeps its copies of that input.
+    Slot,
     Shape,
 }
 
@@ -273,6 +276,27 @@ impl Scratch {
     }
 }
 
+/// The copies a specialised kernel makes of one constant input (packs,
+/// padded copies): one block, filled by the first call through a handle and
+/// kept in the handle's slot under `layout`, or per call without a handle.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstantCopies {
+    /// The input's buffer (`in_w`) and its slot parameter.
+    pub input: String,
+    pub slot: String,
+    /// Tells this kernel's block apart from other kernels' in the same slot: a
+    /// hash of the kernel's symbol and of the copies' buffers and loops.
+    pub layout: u64,
+    /// Sizes known when the kernel is generated (a specialisation's).
+    pub buffers: Vec<Scratch>,
+    /// Where each buffer starts in the block's data, in bytes (cache-line
+    /// aligned), and the block's size with its header.
+    pub offsets: Vec<usize>,
+    pub bytes: usize,
+    /// The loops that fill `buffers` from the input.
+    pub fill: Vec<Stmt>,
+}
+
 /// One C function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
@@ -290,6 +314,8 @@ pub struct Kernel {
     /// pad-copy their operands. The file defines [`crate::emit::KEPT_SCRATCH_C`]
     /// before the kernel.
     pub keeps_scratch: bool,
+    /// Per constant input it copies: those copies, made once per handle.
+    pub constants: Vec<ConstantCopies>,
     /// The elements a call fills in its buffers (at least: where a stage picks
     /// one of two nests at run time, the smaller's), a measure of its set-up.
     pub setup: IExpr,

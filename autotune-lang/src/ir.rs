@@ -424,7 +424,7 @@ pub struct ShapeRange {
 }
 
 /// A parsed and checked `#[tensor_op]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Operator {
     pub name: String,
     pub dtype: DType,
@@ -433,6 +433,28 @@ pub struct Operator {
     /// The last stage is the output.
     pub stages: Vec<Stage>,
     pub specializations: Vec<Specialization>,
+    /// Inputs declared `constant(...)` (indices, ascending): the same values on
+    /// every call through a handle, so a kernel may keep its copies of them.
+    pub constants: Vec<usize>,
+}
+
+/// As derived, but without `constants` where there are none: the `Debug` form is
+/// what [`crate::mangle::fingerprint`] hashes, and operators without constants
+/// keep the fingerprints (and so the cache entries) they had before the field.
+impl fmt::Debug for Operator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Operator");
+        d.field("name", &self.name)
+            .field("dtype", &self.dtype)
+            .field("shape_vars", &self.shape_vars)
+            .field("inputs", &self.inputs)
+            .field("stages", &self.stages)
+            .field("specializations", &self.specializations);
+        if !self.constants.is_empty() {
+            d.field("constants", &self.constants);
+        }
+        d.finish()
+    }
 }
 
 /// One read of a tensor without padding, with the iteration domain it runs over:

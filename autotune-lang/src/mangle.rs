@@ -11,9 +11,11 @@
 //! - the variant is `generic` or the specialised sizes, e.g. `M1024_N1024_K1024`.
 //!
 //! Every kernel has the C signature
-//! `int32_t sym(const T *in0, ..., T *out, int64_t shape0, ...)`, with the shape
-//! arguments only in the generic variant (one per shape variable, in id order). It
-//! returns 0, or 1 when it could not allocate its scratch memory.
+//! `int32_t sym(const T *in0, ..., T *out, void *slot0, ..., int64_t shape0, ...)`,
+//! with a slot per input declared `constant` (where the kernel keeps its copies of
+//! it; NULL for a plain tensor) and the shape arguments only in the generic variant
+//! (one per shape variable, in id order). It returns 0, or 1 when it could not
+//! allocate its scratch memory.
 
 use crate::ir::Operator;
 

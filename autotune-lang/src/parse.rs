@@ -53,15 +53,40 @@ pub fn parse_operator(attr: TokenStream, item: &ItemFn) -> Result<Operator> {
         inputs: p.inputs,
         stages: p.stages,
         specializations: Vec::new(),
+        constants: Vec::new(),
     };
+    op.constants = constants(&op, &attr.constant)?;
     op.specializations = specializations(&op, &p.shape_names, &attr.specialize)?;
     Ok(op)
 }
 
-/// What the attribute holds: `specialize(M = 64, ...)` lists and derived shapes `OH = expr`.
+/// The inputs `constant(...)` names, by index in declaration order.
+fn constants(op: &Operator, names: &[Ident]) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for name in names {
+        let Some(i) = op.inputs.iter().position(|t| *name == t.name) else {
+            let inputs: Vec<&str> = op.inputs.iter().map(|t| t.name.as_str()).collect();
+            return Err(name.err(format!(
+                "`constant` names `{name}`, which is not an input of `{}` (its inputs are {})",
+                op.name,
+                inputs.join(", ")
+            )));
+        };
+        if out.contains(&i) {
+            return Err(name.err(format!("`{name}` is named constant twice")));
+        }
+        out.push(i);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// What the attribute holds: `specialize(M = 64, ...)` lists, derived shapes `OH = expr`
+/// and the inputs named in `constant(w, ...)`.
 struct Attr {
     specialize: Vec<(Span, Vec<(Ident, SynExpr)>)>,
     derived: Vec<(Ident, SynExpr)>,
+    constant: Vec<Ident>,
 }
 
 fn parse_attr(attr: TokenStream) -> Result<Attr> {
@@ -69,8 +94,10 @@ fn parse_attr(attr: TokenStream) -> Result<Attr> {
     let mut out = Attr {
         specialize: Vec::new(),
         derived: Vec::new(),
+        constant: Vec::new(),
     };
-    let expected = "expected `specialize(NAME = size, ...)` or a derived shape `NAME = expression`";
+    let expected = "expected `specialize(NAME = size, ...)`, `constant(input, ...)` or a derived \
+                    shape `NAME = expression`";
     for meta in metas {
         match meta {
             Meta::List(list) if list.path.is_ident("specialize") => {
@@ -84,6 +111,11 @@ fn parse_attr(attr: TokenStream) -> Result<Attr> {
                     values.push((name.clone(), nv.value));
                 }
                 out.specialize.push((list.span(), values));
+            }
+            Meta::List(list) if list.path.is_ident("constant") => {
+                let names =
+                    Punctuated::<Ident, Token![,]>::parse_terminated.parse2(list.tokens.clone())?;
+                out.constant.extend(names);
             }
             Meta::NameValue(nv) => match nv.path.get_ident() {
                 Some(name) => out.derived.push((name.clone(), nv.value)),

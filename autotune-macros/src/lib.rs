@@ -358,8 +358,21 @@ fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
         .iter()
         .map(|i| Ident::new(&i.name, Span::call_site()))
         .collect();
-    let ptr_params = quote!(#( #in_names: *const #t, )* out: *mut #t);
-    let ptr_args = quote!(#( #in_names.data().as_ptr(), )* __out.as_mut_ptr());
+    // A constant input also passes its handle's slot (null for a plain tensor).
+    let slots: Vec<Ident> = op
+        .constants
+        .iter()
+        .map(|&i| format_ident!("{}__slot", op.inputs[i].name))
+        .collect();
+    let const_names: Vec<&Ident> = op.constants.iter().map(|&i| &in_names[i]).collect();
+    let ptr_params = quote!(
+        #( #in_names: *const #t, )* out: *mut #t
+        #(, #slots: *mut ::core::ffi::c_void )*
+    );
+    let ptr_args = quote!(
+        #( #in_names.data().as_ptr(), )* __out.as_mut_ptr()
+        #(, ::autotune::__private::slot(&#const_names) )*
+    );
     let shape_vars: Vec<Ident> = (0..op.shape_vars.len())
         .map(|v| shape_ident(op, v))
         .collect();
@@ -397,7 +410,8 @@ fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
         }
         // SAFETY: every buffer length matches its dimensions, the dimensions agree
         // with the shape variables, and every unpadded read was checked to stay in
-        // bounds above; the kernel writes only `out` and its own scratch memory.
+        // bounds above; the kernel writes only `out`, its own scratch memory and,
+        // through a constant's slot, the blocks of copies the handle owns.
         let __code = match (__imp, (#(#free,)*)) {
             #arms
             _ => unsafe { __kernel_generic(#ptr_args, #(#shape_vars),*) },

@@ -385,6 +385,51 @@ fn records_of_another_thread_count_are_not_resumed() {
     );
 }
 
+/// A GEMM whose `b` is constant: the measurement program passes a handle's
+/// slot for it, and checks the second call, which reads the copies the first
+/// one kept.
+#[test]
+fn constant_inputs_are_checked_through_their_kept_copies() {
+    let w = common::workload(
+        "constant(b), specialize(M = 8, N = 32, K = 16)",
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    );
+    let dir = scratch("tune-constants");
+    let opts = options(&dir);
+    let space = Space::new(&w.op, w.shapes());
+    let mut packs_b = space.default_config(&w.op, w.shapes());
+    packs_b.0.insert(
+        "output.pack.1".parse().unwrap(),
+        autotune_codegen::Value::Int(1),
+    );
+    space.index_of(&packs_b).unwrap();
+    let sig = "int32_t CANDIDATE(const float *restrict in_a, const float *restrict in_b, \
+               float *restrict out, void *slot)";
+    // Right on the first call through a handle only: as a kernel whose kept
+    // copies were wrong would be.
+    let body = "static int calls; (void)slot; \
+                for (int i = 0; i < 8; ++i) for (int j = 0; j < 32; ++j) { \
+                  float s = 0; for (int k = 0; k < 16; ++k) s += in_a[i * 16 + k] * in_b[k * 32 + j]; \
+                  out[i * 32 + j] = calls ? 0.0f : s; } \
+                calls++; return 0;";
+    let candidates = vec![
+        Candidate::Config(packs_b),
+        Candidate::Source(format!("{sig} {{ {body} }}")),
+    ];
+    let records = tune::measure_candidates(&w, &candidates, &opts).unwrap();
+    let classes: Vec<Option<ErrorClass>> = records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.class))
+        .collect();
+    assert_eq!(
+        classes,
+        vec![None, Some(ErrorClass::WrongResult)],
+        "{records:?}"
+    );
+}
+
 /// Records say the CPU that timed them: a run resumes only this CPU's (another
 /// CPU's best, saved as this one's, would claim its figure here), and not
 /// records that do not say their CPU.

@@ -16,6 +16,12 @@ pub enum Impl {
     Reference,
 }
 
+/// The slot a kernel keeps its copies of a constant input in: the handle's,
+/// or null for a plain tensor.
+pub fn slot<T, const R: usize>(t: &TensorRef<'_, T, R>) -> *mut std::ffi::c_void {
+    t.slot.map_or(std::ptr::null_mut(), |s| s.as_ptr())
+}
+
 pub fn input<'a, T, const R: usize>(
     op: &'static str,
     tensor: &'static str,

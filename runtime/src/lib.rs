@@ -14,6 +14,7 @@
 //! let c = matmul((&a, [m, k]), (&b, [k, n]))?; // a Tensor<f32, 2>
 //! ```
 
+mod constant;
 mod error;
 mod tensor;
 
@@ -21,6 +22,7 @@ mod tensor;
 pub mod __private;
 
 pub use autotune_macros::{kernel_threads, tensor_op};
+pub use constant::Constant;
 pub use error::Error;
 pub use tensor::{
     Element, IntoTensorMut, IntoTensorRef, NotContiguous, Tensor, TensorMut, TensorRef,

@@ -2,6 +2,8 @@
 
 use std::fmt::Debug;
 
+use crate::constant::Slot;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}
@@ -21,13 +23,19 @@ impl Element for f64 {}
 pub struct TensorRef<'a, T, const R: usize> {
     data: &'a [T],
     dims: [usize; R],
+    /// Where kernels keep their copies of it, for a view of a [`crate::Constant`].
+    pub(crate) slot: Option<&'a Slot>,
 }
 
 impl<'a, T, const R: usize> TensorRef<'a, T, R> {
     /// Views `data` with shape `dims`. The length is checked when an operator is
     /// called, so the error can name the tensor.
     pub fn new(data: &'a [T], dims: [usize; R]) -> Self {
-        TensorRef { data, dims }
+        TensorRef {
+            data,
+            dims,
+            slot: None,
+        }
     }
 
     pub fn data(&self) -> &'a [T] {

@@ -46,6 +46,10 @@ const BUILD: &str = r#"fn main() {
 "#;
 
 fn write_crate(dir: &Path, ops: &str) {
+    write_crate_with(dir, ops, MAIN);
+}
+
+fn write_crate_with(dir: &Path, ops: &str, main: &str) {
     let ws = workspace();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let manifest = format!(
@@ -60,8 +64,115 @@ fn write_crate(dir: &Path, ops: &str) {
     // build run without the network once they are downloaded).
     std::fs::copy(ws.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     std::fs::write(dir.join("build.rs"), BUILD).unwrap();
-    std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
     std::fs::write(dir.join("src/ops.rs"), ops).unwrap();
+}
+
+/// An operator with constant weights, called through `autotune::Constant`
+/// handles and with plain tensors, from several threads, and at a shape no
+/// kernel is specialised for.
+const CONSTANT_OPS: &str = r#"use autotune::tensor_op;
+
+/// relu(a·b + bias), with `b` and `bias` constant.
+#[tensor_op(constant(b, bias), specialize(M = 8, N = 32, K = 64))]
+pub fn mm_const(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>, bias: Tensor<f32, N>) -> Tensor<f32, (M, N)> {
+    let y: Tensor<f32, (M, N)> = compute(|i, j| sum(|k| a[i][k] * b[k][j]));
+    compute(|i, j| max(y[i][j] + bias[j], 0.0))
+}
+"#;
+
+const CONSTANT_MAIN: &str = r#"mod ops;
+use autotune::{Constant, Tensor};
+
+fn tensor<const R: usize>(dims: [usize; R], seed: usize) -> Tensor<f32, R> {
+    let n: usize = dims.iter().product();
+    let data = (0..n).map(|x| ((x * 7 + seed) % 13) as f32 / 8.0 - 0.75).collect();
+    Tensor::from_vec(data, dims).unwrap()
+}
+
+fn check(a: &Tensor<f32, 2>, b: &Constant<f32, 2>, bias: &Constant<f32, 1>) {
+    let kept = ops::mm_const(a, b, bias).unwrap();
+    let plain = ops::mm_const(a, b.tensor(), bias.tensor()).unwrap();
+    let want = ops::mm_const_reference(a, b.tensor(), bias.tensor()).unwrap();
+    assert_eq!(kept, plain, "through the handles and plain tensors differ");
+    let err = kept.data().iter().zip(want.data()).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max);
+    assert!(err < 1e-4, "max error {err}");
+}
+
+fn main() {
+    let b = Constant::new(tensor([64, 32], 1));
+    let bias = Constant::new(tensor([32], 2));
+    println!("copies before: {} {}", b.copies(), bias.copies());
+    check(&tensor([8, 64], 3), &b, &bias);
+    println!("copies after one call: {} {}", b.copies(), bias.copies());
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (b, bias) = (&b, &bias);
+            s.spawn(move || (0..5).for_each(|i| check(&tensor([8, 64], 10 * t + i), b, bias)));
+        }
+    });
+    // A shape no kernel is specialised for: the generic kernel keeps no copies.
+    check(&tensor([3, 64], 4), &b, &bias);
+    println!("copies at the end: {} {}", b.copies(), bias.copies());
+}
+"#;
+
+/// The cache entry of `mm_const` (the crate's only operator) on this machine,
+/// with a config that packs `b`: the kernel copies the constant.
+fn constant_entry(dir: &Path) {
+    use autotune_build::cache;
+    use autotune_codegen::{Isa, KernelFingerprint, Space, Target, Value, Workload};
+    let ops = autotune_build::load_operators(dir, &[PathBuf::from("src/ops.rs")]).unwrap();
+    let w = Workload {
+        op: ops[0].op.clone(),
+        spec: 0,
+    };
+    let space = Space::new(&w.op, w.shapes());
+    let mut config = space.default_config(&w.op, w.shapes());
+    config.0.insert("y.pack.1".parse().unwrap(), Value::Int(1));
+    space
+        .index_of(&config)
+        .expect("packing b is a point of the space");
+    let target = Target {
+        triple: autotune_tune::HOST_TRIPLE.to_string(),
+        isa: Isa::detect(),
+    };
+    let cpu = cache::Cpu::host();
+    let entry = cache::Entry {
+        workload: w.key(),
+        workload_id: w.id(),
+        generator: cache::GENERATOR_VERSION,
+        gflops: 1.0,
+        trials: 1,
+        tuner: "by hand".to_string(),
+        cpu: cpu.name,
+        cpu_id: cpu.id,
+        compiler: "cc".to_string(),
+        threads: None,
+        date: cache::today(),
+        kernel: KernelFingerprint::of(&w, &config, target.isa).ok(),
+        target,
+        config,
+    };
+    cache::store(&dir.join("tuning-cache"), &w.op.name, entry).unwrap();
+}
+
+#[test]
+fn constant_inputs_are_copied_once_per_handle() {
+    let _turn = take_turn();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-constants");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate_with(&dir, CONSTANT_OPS, CONSTANT_MAIN);
+    constant_entry(&dir);
+    let run = cargo(&dir, &["run", "--quiet"], &[("AUTOTUNE", "locked")]);
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    // The config packs `b`, and its tiles overhang N (so the fused epilogue reads
+    // `bias` from a padded copy): one block each, made by the first call and
+    // found by every later one.
+    assert!(out.contains("copies before: 0 0"), "{out}");
+    assert!(out.contains("copies after one call: 1 1"), "{out}");
+    assert!(out.contains("copies at the end: 1 1"), "{out}");
 }
 
 /// The fixture crates share one target directory (their dependencies build

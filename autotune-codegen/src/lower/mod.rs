@@ -52,6 +52,10 @@ pub fn lower(
         name: "out".to_string(),
         kind: ParamKind::Output,
     });
+    params.extend(op.constants.iter().map(|&i| Param {
+        name: slot_name(op, i),
+        kind: ParamKind::Slot,
+    }));
     if shapes.is_none() {
         params.extend(op.shape_vars.iter().map(|v| Param {
             name: c_ident(&v.name),
@@ -75,6 +79,7 @@ pub fn lower(
     // The stages' buffers, and below what each tiled stage's copies fill.
     let mut setup = Scratch::total(&scratch);
     let mut body = Vec::new();
+    let mut constants = Vec::new();
     for (s, stage) in op.stages.iter().enumerate() {
         let name = op.tensor_name(TensorRef::Stage(s));
         match &schedule[s] {
@@ -87,8 +92,15 @@ pub fn lower(
                 body.extend(l.stage(s, stage));
             }
             StageSchedule::Tiled(plan) => {
-                let (nest, filled) =
-                    tiled::lower_stage(op, dims, s, plan, fused_consumer(s), &mut scratch);
+                let (nest, filled) = tiled::lower_stage(
+                    op,
+                    dims,
+                    s,
+                    plan,
+                    fused_consumer(s),
+                    &mut scratch,
+                    &mut constants,
+                );
                 body.extend(nest);
                 setup = setup.plus(filled);
             }
@@ -116,6 +128,24 @@ pub fn lower(
             "schedule: default (loops in declaration order, scalar accumulators)".to_string()
         },
     ];
+    for c in &mut constants {
+        let text = format!("{symbol}\0{}\0{:?}\0{:?}", c.input, c.buffers, c.fill);
+        c.layout = autotune_lang::mangle::fnv1a(text.as_bytes());
+        // The block's header, then each buffer (one element more, as scratch
+        // has) on its own cache lines.
+        let mut at = CONSTANT_HEADER_BYTES;
+        c.offsets.clear();
+        for b in &c.buffers {
+            c.offsets.push(at - CONSTANT_HEADER_BYTES);
+            let elems = b
+                .elems
+                .as_const()
+                .expect("constant copies have known sizes");
+            let bytes = (elems as usize + 1) * op.dtype.size();
+            at += bytes.div_ceil(64) * 64;
+        }
+        c.bytes = at;
+    }
     Kernel {
         symbol,
         runtime,
@@ -124,9 +154,18 @@ pub fn lower(
         params,
         scratch,
         keeps_scratch: false,
+        constants,
         setup,
         body,
     }
+}
+
+/// The header of a constant's block (`AT_CONST_HEAD` in [`crate::emit::CONSTANTS_C`]).
+const CONSTANT_HEADER_BYTES: usize = 64;
+
+/// The C name of constant input `i`'s slot parameter.
+pub fn slot_name(op: &Operator, i: usize) -> String {
+    format!("{}__slot", buffer_name(op, TensorRef::Input(i)))
 }
 
 /// The iterations of every stage's loops (spatial and reduction) at the

@@ -11,9 +11,14 @@ use autotune_lang::ir::DType;
 pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> String {
     let t = w.op.dtype.c_name();
     let (in_sizes, out_size) = w.sizes();
+    // Inputs, the output, then a slot per constant input (the program keeps
+    // one handle per constant, so its first call fills the kernel's copies and
+    // the timed calls reuse them, as calls through `autotune::Constant` do).
+    let n_const = w.op.constants.len();
     let params: Vec<String> = (0..in_sizes.len())
         .map(|_| format!("const {t} *"))
         .chain([format!("{t} *")])
+        .chain((0..n_const).map(|_| "void *".to_string()))
         .collect();
     let mut driver = String::new();
     let _ = writeln!(
@@ -97,6 +102,7 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
     let args: Vec<String> = (0..in_sizes.len())
         .map(|i| format!("in[{i}]"))
         .chain(["out".to_string()])
+        .chain((0..n_const).map(|i| format!("&slots[{i}]")))
         .collect();
     driver.push_str(
         &MAIN
@@ -108,6 +114,8 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .replace("OUT_SIZE", &w.output_size().to_string())
             .replace("OUT_ALLOC", &out_size.to_string())
             .replace("N_PARTS", &parts.to_string())
+            .replace("N_SLOTS", &n_const.max(1).to_string())
+            .replace("N_CONSTANTS", &n_const.to_string())
             .replace("CALL_ARGS", &args.join(", "))
             .replace("PREFIX", prefix),
     );
@@ -120,15 +128,18 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
 pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
     let t = w.op.dtype.c_name();
     let n = w.op.inputs.len();
+    let n_const = w.op.constants.len();
     let params: Vec<String> = (0..n)
         .map(|i| format!("const {t} *p{i}"))
         .chain([format!("{t} *out")])
+        .chain((0..n_const).map(|i| format!("void *c{i}")))
         .collect();
     let params = params.join(", ");
     let call = |name: &str, shapes: &[i64]| -> String {
         let args: Vec<String> = (0..n)
             .map(|i| format!("p{i}"))
             .chain(["out".to_string()])
+            .chain((0..n_const).map(|i| format!("c{i}")))
             .chain(shapes.iter().map(|v| v.to_string()))
             .collect();
         format!(
@@ -146,7 +157,7 @@ pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
 }
 
 /// The driver's `main` (ELEM, ELEM_BITS, POISON, N_IN, N_INPUTS, OUT_SIZE,
-/// OUT_ALLOC, N_PARTS, CALL_ARGS and PREFIX are replaced when a batch is
+/// OUT_ALLOC, N_PARTS, N_SLOTS, N_CONSTANTS, CALL_ARGS and PREFIX are replaced when a batch is
 /// generated). A timed run prints one line per part (a bucket's sweep shape).
 ///
 /// Every buffer sits between two guard regions of a fixed byte pattern, checked
@@ -212,6 +223,9 @@ static void flush_caches(void) {
   if (junk) memset(junk, (int)(now() * 1000) & 0xff, size);
 }
 
+/* One handle per constant input: the head of its list of copies. */
+static void *slots[N_SLOTS];
+
 int main(int argc, char **argv) {
   if (argc < 4) return 2;
   int idx = atoi(argv[1]);
@@ -230,8 +244,12 @@ int main(int argc, char **argv) {
     /* Checked at the thread count it is timed and shipped with. */
     if (argc > 5) PREFIX_set_num_threads(atoi(argv[5]));
     const ELEM_BITS poison = POISON;
-    for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) memcpy(&out[e], &poison, sizeof poison);
-    if (!strcmp(argv[3], "reference") ? run_reference(CALL_ARGS) : k(CALL_ARGS)) return 3;
+    /* With constants, the second call is checked: it reads the copies the
+     * first one kept in the handles. */
+    for (int call = 0; call < (N_CONSTANTS ? 2 : 1); ++call) {
+      for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) memcpy(&out[e], &poison, sizeof poison);
+      if (!strcmp(argv[3], "reference") ? run_reference(CALL_ARGS) : k(CALL_ARGS)) return 3;
+    }
     check_guards(out, (size_t)OUT_SIZE, "its output");
     for (int i = 0; i < N_INPUTS; ++i) check_guards(in[i], in_sizes[i], "an input");
     for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) {
@@ -253,6 +271,8 @@ int main(int argc, char **argv) {
   if (samples > 64) samples = 64;
   for (int p = 0; p < N_PARTS; ++p) {
     k = timed[idx][p];
+    /* The first call through a handle fills the copies of its constants. */
+    if (N_CONSTANTS && k(CALL_ARGS)) return 3;
     /* Warm-up, which also sizes the repeats of a sample. */
     double t0 = now();
     if (k(CALL_ARGS)) return 3;

@@ -49,7 +49,8 @@ use autotune_lang::ir::{Expr, Operator, TensorRef};
 use super::dims::Dims;
 use super::naive::Lowerer;
 use super::names::buffer_name;
-use crate::loopnest::{IExpr, Scratch, Stmt};
+use super::slot_name;
+use crate::loopnest::{ConstantCopies, IExpr, Scratch, Stmt};
 use crate::space::StagePlan;
 use geometry::{product, Tiling};
 use index::Indexer;
@@ -61,6 +62,9 @@ use sites::Sites;
 /// adding the buffers it allocates to `scratch`. Also returns the elements
 /// its copies fill per call (the smaller of the two variants where the
 /// generic kernel picks one at run time).
+/// In a specialisation, the copies of constant inputs go to `constants`
+/// instead (the generic kernel, whose copies depend on the call's shapes, makes
+/// them on every call).
 pub(crate) fn lower_stage(
     op: &Operator,
     dims: Dims,
@@ -68,6 +72,7 @@ pub(crate) fn lower_stage(
     plan: &StagePlan,
     consumer: Option<usize>,
     scratch: &mut Vec<Scratch>,
+    constants: &mut Vec<ConstantCopies>,
 ) -> (Vec<Stmt>, IExpr) {
     let stage = &op.stages[s];
     let (reduction, red_axes) = geometry::reduction(stage);
@@ -85,7 +90,10 @@ pub(crate) fn lower_stage(
         op.tensor_name(TensorRef::Stage(s)),
         describe(op, s, &t, plan, consumer)
     ))];
-    let lower = |in_place: bool, tag: &str, scratch: &mut Vec<Scratch>| {
+    let lower = |in_place: bool,
+                 tag: &str,
+                 scratch: &mut Vec<Scratch>,
+                 constants: Option<&mut Vec<ConstantCopies>>| {
         let operands = Operands {
             op,
             stage: s,
@@ -95,12 +103,14 @@ pub(crate) fn lower_stage(
             in_place,
         };
         let before = scratch.len();
-        let nest = tiled_nest(&operands, plan, reduction, consumer, tag, scratch);
+        let nest = tiled_nest(
+            &operands, plan, reduction, consumer, tag, scratch, constants,
+        );
         let filled = Scratch::total(&scratch[before..]);
         (nest, filled)
     };
     if t.known() {
-        let (nest, filled) = lower(false, "", scratch);
+        let (nest, filled) = lower(false, "", scratch, Some(constants));
         out.extend(nest);
         return (out, filled);
     }
@@ -120,7 +130,7 @@ pub(crate) fn lower_stage(
         .filter_map(|site| probe.in_place_axes(site.load))
         .collect();
     if in_place.is_empty() {
-        let (nest, filled) = lower(false, "", scratch);
+        let (nest, filled) = lower(false, "", scratch, None);
         out.extend(nest);
         return (out, filled);
     }
@@ -133,12 +143,12 @@ pub(crate) fn lower_stage(
     axes.dedup();
     if axes.is_empty() {
         // Tiles of one element along those axes never overhang: always in place.
-        let (nest, filled) = lower(true, "d", scratch);
+        let (nest, filled) = lower(true, "d", scratch, None);
         out.extend(nest);
         return (out, filled);
     }
-    let (direct, direct_filled) = lower(true, "d", scratch);
-    let (packed, packed_filled) = lower(false, "", scratch);
+    let (direct, direct_filled) = lower(true, "d", scratch, None);
+    let (packed, packed_filled) = lower(false, "", scratch, None);
     out.push(Stmt::If {
         // `ext % tile < 1` along every such axis.
         conds: axes
@@ -198,7 +208,7 @@ fn sites_of<'e>(
 
 /// The tiled nest of one stage with `operands`' decisions: copies, then the
 /// loops around the register tile. `tag` tells this nest's copies apart from
-/// another variant's.
+/// another variant's. With `constants`, the copies of constant inputs go there.
 fn tiled_nest(
     operands: &Operands,
     plan: &StagePlan,
@@ -206,6 +216,7 @@ fn tiled_nest(
     consumer: Option<usize>,
     tag: &str,
     scratch: &mut Vec<Scratch>,
+    mut constants: Option<&mut Vec<ConstantCopies>>,
 ) -> Vec<Stmt> {
     let (op, s, t) = (operands.op, operands.stage, operands.t);
     let stage = &op.stages[s];
@@ -214,7 +225,42 @@ fn tiled_nest(
     // Resolve every load: the stage's own, then the fused consumer's.
     for site in sites_of(op, s, plan, consumer) {
         let tag = format!("{tag}{}", site.tag);
+        let (stmts, buffers) = (out.len(), scratch.len());
         let access = operands.resolve(site.load, site.pack, &plan.order, &tag, scratch, &mut out);
+        if let (
+            Some(constants),
+            Expr::Load {
+                tensor: TensorRef::Input(i),
+                ..
+            },
+        ) = (constants.as_mut(), site.load)
+        {
+            // (Copies of known size: a specialisation's always are.)
+            let known = scratch[buffers..]
+                .iter()
+                .all(|b| b.elems.as_const().is_some());
+            if op.constants.contains(i) && scratch.len() > buffers && known {
+                let input = buffer_name(op, TensorRef::Input(*i));
+                let c = match constants.iter().position(|c| c.input == input) {
+                    Some(c) => &mut constants[c],
+                    None => {
+                        constants.push(ConstantCopies {
+                            input,
+                            slot: slot_name(op, *i),
+                            // Set once the kernel is whole.
+                            layout: 0,
+                            buffers: Vec::new(),
+                            offsets: Vec::new(),
+                            bytes: 0,
+                            fill: Vec::new(),
+                        });
+                        constants.last_mut().expect("just pushed")
+                    }
+                };
+                c.buffers.extend(scratch.split_off(buffers));
+                c.fill.extend(out.split_off(stmts));
+            }
+        }
         sites.push(site.load, access);
     }
     let order = t.order(plan);

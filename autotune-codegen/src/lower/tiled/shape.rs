@@ -4,7 +4,7 @@
 //! [`super::micro_kernel`], innermost first.
 
 use autotune_lang::analysis::load_sites;
-use autotune_lang::ir::{AxisId, Expr, Operator};
+use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};
 
 use super::geometry::{ceil_div, known, product, reduction, Tiling};
 use super::operands::{Level, Operands, Source};
@@ -85,6 +85,14 @@ pub(crate) fn stage_shape(
                 })
                 .product::<i64>() as f64;
         let pack = plan.pack.get(i).copied().unwrap_or(false);
+        // A specialisation makes its copies of a constant input once per
+        // handle, not per call (a declared bucket's generic kernel copies per
+        // call; its features do not tell).
+        let per_call = match tensor {
+            TensorRef::Input(input) => !op.constants.contains(input),
+            TensorRef::Stage(_) => true,
+        };
+        let copied = if per_call { 1.0 } else { 0.0 };
         let (storage, strides, footprint) = match operands_of.source(site, pack, &plan.order) {
             Source::Direct { dims } => {
                 let dims: Vec<i64> = dims.iter().map(known).collect();
@@ -92,11 +100,11 @@ pub(crate) fn stage_shape(
             }
             Source::Copy { dims, .. } => {
                 let dims: Vec<i64> = dims.iter().map(known).collect();
-                scratch += dims.iter().product::<i64>() as f64;
+                scratch += copied * dims.iter().product::<i64>() as f64;
                 direct(&loops, &covers, index, &dims, Storage::Copy)
             }
             Source::Packed { layout } => {
-                scratch += known(&product(layout.iter().map(|l| &l.2))) as f64;
+                scratch += copied * known(&product(layout.iter().map(|l| &l.2))) as f64;
                 packed(&loops, &inner_loops, &covers, &layout)
             }
         };
