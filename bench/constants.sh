@@ -6,6 +6,8 @@
 #   plain    weights as the user has them (K, C, R, S); a pack of them runs on every call;
 #   constant the same operator with `constant(w, b)`: a pack is made once per handle;
 #   blocked  the example's hand-blocked `conv3x3_relu_kb` (weights given in (KB, C, R, S, 16)).
+# Then the same config as `plain` and as `constant` (each of the two winners): the same
+# kernel, whose copies of the weights run on every call or once per handle.
 # Writes bench/results/constants-<time>.log.
 #   bash bench/constants.sh
 set -euo pipefail
@@ -47,9 +49,13 @@ echo "# constants $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD): $(lsc
 export AUTOTUNE_HISTORY=""
 for spec in 0 1; do
   for op in $OPS; do
-    $AT tune --file "$WORK/ops.rs" --op "$op" --spec "$spec" --tuner xgb-rank --trials "$TRIALS" \
+    json=$($AT tune --file "$WORK/ops.rs" --op "$op" --spec "$spec" --tuner xgb-rank --trials "$TRIALS" \
       --threads "$THREADS" --no-transfer --save --cache "$WORK/cache" --log "$WORK/$op.jsonl" \
-      --dir "$WORK/tune" | grep -E "trials \(|best:" | sed "s/^/tune $op spec $spec: /"
+      --dir "$WORK/tune" --json)
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(f"{k}={v}" for k,v in r["best_config"].items()))' \
+      "$json" > "$WORK/config-$op-$spec"
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("%d trials in %.1f s, best %.2f GFLOP/s" % (r["trials"], r["seconds"], r["best_gflops"]))' \
+      "$json" | sed "s/^/tune $op spec $spec: /"
     # Compiled now, outside the timed part.
     $AT bench --file "$WORK/ops.rs" --op "$op" --spec "$spec" --cached --cache "$WORK/cache" \
       --threads "$THREADS" --samples 1 --dir "$WORK/bench-$op-$spec" > /dev/null
@@ -61,6 +67,18 @@ for round in 1 2 3; do
     for op in $OPS; do
       $PIN $AT bench --file "$WORK/ops.rs" --op "$op" --spec "$spec" --cached --cache "$WORK/cache" \
         --threads "$THREADS" --samples 9 --dir "$WORK/bench-$op-$spec" | tail -1 | sed "s/^/round $round $op spec $spec: /"
+    done
+  done
+done
+echo "# the same config as plain and as constant (each of the two winners)"
+for round in 1 2 3; do
+  for spec in 0 1; do
+    for winner in plain constant; do
+      for op in plain constant; do
+        $PIN $AT bench --file "$WORK/ops.rs" --op "$op" --spec "$spec" --config "$(cat "$WORK/config-$winner-$spec")" \
+          --threads "$THREADS" --samples 9 --dir "$WORK/same-$op-$winner-$spec" | tail -1 \
+          | sed "s/^/round $round $winner's config as $op spec $spec: /"
+      done
     done
   done
 done

@@ -372,51 +372,7 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
             w.line(1, &format!("(void){};", p.name));
         }
     }
-    // Each constant's block: the slot's for this layout, else one this call
-    // fills (and publishes, with a slot, else frees).
-    for c in &k.constants {
-        let (cb, fill) = (format!("cb__{}", c.input), format!("cf__{}", c.input));
-        w.line(
-            1,
-            &format!(
-                "at_const_block *{cb} = {0} ? at_const_find({0}, {1:#x}ull) : NULL;",
-                c.slot, c.layout
-            ),
-        );
-        w.line(1, &format!("const int {fill} = !{cb};"));
-        w.line(
-            1,
-            &format!("if ({fill}) {cb} = (at_const_block *)malloc({});", c.bytes),
-        );
-    }
-    // On a failed allocation: what the call allocated so far.
-    let release_constants = |w: &mut Writer, depth: usize| {
-        for c in &k.constants {
-            w.line(depth, &format!("if (cf__{0}) free(cb__{0});", c.input));
-        }
-    };
-    if !k.constants.is_empty() {
-        let any_null: Vec<String> = k
-            .constants
-            .iter()
-            .map(|c| format!("!cb__{}", c.input))
-            .collect();
-        w.line(1, &format!("if ({}) {{", any_null.join(" || ")));
-        release_constants(&mut w, 2);
-        w.line(2, "return 1;");
-        w.line(1, "}");
-    }
-    for c in &k.constants {
-        for (b, off) in c.buffers.iter().zip(&c.offsets) {
-            w.line(
-                1,
-                &format!(
-                    "{t} *restrict {} = ({t} *)(at_const_data(cb__{}) + {off});",
-                    b.name, c.input
-                ),
-            );
-        }
-    }
+    open_constants(&mut w, k);
     if k.keeps_scratch {
         // One block for all buffers, the thread's kept one where it fits.
         w.line(1, "int own__;");
@@ -456,23 +412,12 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
             for b in &k.scratch {
                 w.line(2, &format!("free({});", b.name));
             }
-            release_constants(&mut w, 2);
+            release_constants(&mut w, k);
             w.line(2, "return 1;");
             w.line(1, "}");
         }
     }
-    for c in &k.constants {
-        w.line(1, &format!("if (cf__{}) {{", c.input));
-        w.line(2, &format!("cb__{}->layout = {:#x}ull;", c.input, c.layout));
-        for st in &c.fill {
-            w.stmt(st, 2);
-        }
-        w.line(
-            2,
-            &format!("if ({0}) at_const_publish({0}, cb__{1});", c.slot, c.input),
-        );
-        w.line(1, "}");
-    }
+    fill_constants(&mut w, k);
     for st in &k.body {
         w.stmt(st, 1);
     }
@@ -484,6 +429,7 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         }
     }
     for c in &k.constants {
+        // Without a handle, the call's own.
         w.line(
             1,
             &format!("if (cf__{0} && !{1}) free(cb__{0});", c.input, c.slot),
@@ -500,6 +446,75 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     s.push_str(&w.out);
     s.push_str("}\n\n");
     s
+}
+
+/// Each constant's block ([`Kernel::constants`]): the slot's for this
+/// kernel's layout (`cb__<input>`), else a new one this call fills
+/// (`cf__<input>`), and the copies' pointers into it.
+fn open_constants(w: &mut Writer, k: &Kernel) {
+    let t = k.dtype.c_name();
+    for c in &k.constants {
+        let (cb, fill) = (format!("cb__{}", c.input), format!("cf__{}", c.input));
+        w.line(
+            1,
+            &format!(
+                "at_const_block *{cb} = {0} ? at_const_find({0}, {1:#x}ull) : NULL;",
+                c.slot, c.layout
+            ),
+        );
+        w.line(1, &format!("const int {fill} = !{cb};"));
+        w.line(
+            1,
+            &format!("if ({fill}) {cb} = (at_const_block *)malloc({});", c.bytes),
+        );
+    }
+    if k.constants.is_empty() {
+        return;
+    }
+    let any_null: Vec<String> = k
+        .constants
+        .iter()
+        .map(|c| format!("!cb__{}", c.input))
+        .collect();
+    w.line(1, &format!("if ({}) {{", any_null.join(" || ")));
+    release_constants(w, k);
+    w.line(2, "return 1;");
+    w.line(1, "}");
+    for c in &k.constants {
+        for (b, off) in c.buffers.iter().zip(&c.offsets) {
+            w.line(
+                1,
+                &format!(
+                    "{t} *restrict {} = ({t} *)(at_const_data(cb__{}) + {off});",
+                    b.name, c.input
+                ),
+            );
+        }
+    }
+}
+
+/// Before a failed call returns: the blocks it allocated.
+fn release_constants(w: &mut Writer, k: &Kernel) {
+    for c in &k.constants {
+        w.line(2, &format!("if (cf__{0}) free(cb__{0});", c.input));
+    }
+}
+
+/// The copies of each constant whose block this call made, then the block
+/// added to the handle's slot (if there is a handle).
+fn fill_constants(w: &mut Writer, k: &Kernel) {
+    for c in &k.constants {
+        w.line(1, &format!("if (cf__{}) {{", c.input));
+        w.line(2, &format!("cb__{}->layout = {:#x}ull;", c.input, c.layout));
+        for st in &c.fill {
+            w.stmt(st, 2);
+        }
+        w.line(
+            2,
+            &format!("if ({0}) at_const_publish({0}, cb__{1});", c.slot, c.input),
+        );
+        w.line(1, "}");
+    }
 }
 
 struct Writer {

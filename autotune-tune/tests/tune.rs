@@ -227,25 +227,39 @@ fn a_failure_class_from_a_newer_version_still_loads() {
     );
 }
 
-/// Records of another generator version (their configs may mean other code)
-/// are resumed only where they record the kernel they timed and it is still
-/// the kernel; otherwise the run measures its whole budget.
-#[test]
-fn records_of_another_generator_are_resumed_only_with_an_unchanged_kernel() {
+/// An edit of a record, as JSON.
+type Edit<'a> = &'a dyn Fn(&mut serde_json::Value);
+
+/// A 4-trial run's record log, and a function that restores it, edits every
+/// record with its argument and says how many records a second run resumes.
+fn resumable_log(name: &str) -> (std::path::PathBuf, impl Fn(Edit) -> usize) {
     let w = workload(12, 32, 16);
-    let dir = scratch("tune-generator");
-    let mut opts = options(&dir);
+    let mut opts = options(&scratch(name));
     opts.trials = 4;
     let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     assert_eq!(first.trials, 4);
     let log = opts.log.clone().unwrap();
     let original = std::fs::read_to_string(&log).unwrap();
-    let resumed = |edit: &dyn Fn(&mut serde_json::Value)| {
-        std::fs::write(&log, &original).unwrap();
-        rewrite_log(&log, |_, v| edit(v));
+    let path = log.clone();
+    let resumed = move |edit: Edit| {
+        std::fs::write(&path, &original).unwrap();
+        rewrite_log(&path, |_, v| edit(v));
         let s = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
         s.resumed
     };
+    (log, resumed)
+}
+
+/// Records of another generator version (their configs may mean other code)
+/// are resumed only where they record the kernel they timed and it is still
+/// the kernel; otherwise the run measures its whole budget.
+#[test]
+fn records_of_another_generator_are_resumed_only_with_an_unchanged_kernel() {
+    let (log, resumed) = resumable_log("tune-generator");
+    assert!(record::load_log(&log)
+        .unwrap()
+        .iter()
+        .all(|r| r.kernel.is_some()));
     // As an older generator wrote them, with the kernel it timed: the same.
     assert_eq!(resumed(&|v| v["generator"] = serde_json::json!(0)), 4);
     // ... with another kernel than this generator makes of the config.
@@ -435,13 +449,7 @@ fn constant_inputs_are_checked_through_their_kept_copies() {
 /// records that do not say their CPU.
 #[test]
 fn records_of_another_cpu_are_not_resumed() {
-    let w = workload(12, 32, 16);
-    let dir = scratch("tune-cpu");
-    let mut opts = options(&dir);
-    opts.trials = 4;
-    let first = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
-    assert_eq!(first.trials, 4);
-    let log = opts.log.clone().unwrap();
+    let (log, resumed) = resumable_log("tune-cpu");
     let here = autotune_codegen::CpuId::detect();
     assert!(
         record::load_log(&log)
@@ -450,13 +458,6 @@ fn records_of_another_cpu_are_not_resumed() {
             .all(|r| r.cpu == here),
         "records do not name this CPU"
     );
-    let original = std::fs::read_to_string(&log).unwrap();
-    let resumed = |edit: &dyn Fn(&mut serde_json::Value)| {
-        std::fs::write(&log, &original).unwrap();
-        rewrite_log(&log, |_, v| edit(v));
-        let s = tune::tune(&w, &mut tuner::RandomTuner::new(4), &opts, &mut |_, _| {}).unwrap();
-        s.resumed
-    };
     assert_eq!(resumed(&|_| {}), 4, "this CPU's records are resumed");
     let other = |v: &mut serde_json::Value| v["cpu"] = serde_json::json!("OtherVendor-1-2");
     assert_eq!(resumed(&other), 0, "another CPU's records were resumed");

@@ -227,39 +227,8 @@ fn tiled_nest(
         let tag = format!("{tag}{}", site.tag);
         let (stmts, buffers) = (out.len(), scratch.len());
         let access = operands.resolve(site.load, site.pack, &plan.order, &tag, scratch, &mut out);
-        if let (
-            Some(constants),
-            Expr::Load {
-                tensor: TensorRef::Input(i),
-                ..
-            },
-        ) = (constants.as_mut(), site.load)
-        {
-            // (Copies of known size: a specialisation's always are.)
-            let known = scratch[buffers..]
-                .iter()
-                .all(|b| b.elems.as_const().is_some());
-            if op.constants.contains(i) && scratch.len() > buffers && known {
-                let input = buffer_name(op, TensorRef::Input(*i));
-                let c = match constants.iter().position(|c| c.input == input) {
-                    Some(c) => &mut constants[c],
-                    None => {
-                        constants.push(ConstantCopies {
-                            input,
-                            slot: slot_name(op, *i),
-                            // Set once the kernel is whole.
-                            layout: 0,
-                            buffers: Vec::new(),
-                            offsets: Vec::new(),
-                            bytes: 0,
-                            fill: Vec::new(),
-                        });
-                        constants.last_mut().expect("just pushed")
-                    }
-                };
-                c.buffers.extend(scratch.split_off(buffers));
-                c.fill.extend(out.split_off(stmts));
-            }
+        if let Some(constants) = constants.as_mut() {
+            keep_constant_copies(op, site.load, constants, scratch, buffers, &mut out, stmts);
         }
         sites.push(site.load, access);
     }
@@ -275,6 +244,51 @@ fn tiled_nest(
     .lower(reduction, plan.unroll);
     out.extend(nest::nest(stage, t, &order, plan.parallel, micro));
     out
+}
+
+/// Moves the copies `load` just made (the buffers from `scratch[buffers..]`,
+/// the loops from `out[stmts..]`) to its input's entry of `constants`, if it
+/// reads a constant input and their sizes are known.
+fn keep_constant_copies(
+    op: &Operator,
+    load: &Expr,
+    constants: &mut Vec<ConstantCopies>,
+    scratch: &mut Vec<Scratch>,
+    buffers: usize,
+    out: &mut Vec<Stmt>,
+    stmts: usize,
+) {
+    let Expr::Load {
+        tensor: TensorRef::Input(i),
+        ..
+    } = load
+    else {
+        return;
+    };
+    let copies = &scratch[buffers..];
+    let known = copies.iter().all(|b| b.elems.as_const().is_some());
+    if !op.constants.contains(i) || copies.is_empty() || !known {
+        return;
+    }
+    let input = buffer_name(op, TensorRef::Input(*i));
+    let c = match constants.iter().position(|c| c.input == input) {
+        Some(c) => &mut constants[c],
+        None => {
+            constants.push(ConstantCopies {
+                input,
+                slot: slot_name(op, *i),
+                // Set once the kernel is whole.
+                layout: 0,
+                buffers: Vec::new(),
+                offsets: Vec::new(),
+                bytes: 0,
+                fill: Vec::new(),
+            });
+            constants.last_mut().expect("just pushed")
+        }
+    };
+    c.buffers.extend(scratch.split_off(buffers));
+    c.fill.extend(out.split_off(stmts));
 }
 
 /// Stage `s` (and its fused consumer, which then reads a scratch buffer) with
