@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#if EMBEDDED == 2
+#include <immintrin.h>
+#endif
 
 #ifndef MR
 #define MR 6 /* rows of the tile: broadcasts per reduction step */
@@ -25,9 +28,10 @@
 #define PF 0 /* prefetch distance in reduction steps (0: none) */
 #endif
 #ifndef EMBEDDED
-#define EMBEDDED 0 /* 1: the 12x2 tile by hand, FMAs with embedded-broadcast operands */
+#define EMBEDDED 0 /* 1: the 12x2 tile by hand, FMAs with embedded-broadcast operands;
+                      2: the tile written with AVX-512 intrinsics (any MR x NV) */
 #endif
-#if EMBEDDED && (MR != 12 || NV != 2)
+#if EMBEDDED == 1 && (MR != 12 || NV != 2)
 #error "the hand-written tile is 12x2"
 #endif
 
@@ -59,7 +63,28 @@ tile(const float *restrict pa, const float *restrict pb, float *restrict c, int6
         for (int j = 0; j < NV; j++) *(v16u *)&c[(i * NV + j) * 16] = acc[i][j];
 }
 
-#if EMBEDDED
+#if EMBEDDED == 2
+/* The same tile as an explicit-SIMD micro-kernel is usually written: one broadcast per row
+ * (_mm512_set1_ps) and one _mm512_fmadd_ps per accumulator. */
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"), noinline)) static void
+tile_intrinsics(const float *restrict pa, const float *restrict pb, float *restrict c, int64_t kc) {
+    __m512 acc[MR][NV];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_loadu_ps(&c[(i * NV + j) * 16]);
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 b[NV];
+        for (int j = 0; j < NV; j++) b[j] = _mm512_loadu_ps(&pb[(k * NV + j) * 16]);
+        for (int i = 0; i < MR; i++) {
+            __m512 a = _mm512_set1_ps(pa[k * MR + i]);
+            for (int j = 0; j < NV; j++) acc[i][j] = _mm512_fmadd_ps(a, b[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) _mm512_storeu_ps(&c[(i * NV + j) * 16], acc[i][j]);
+}
+#define TILE tile_intrinsics
+#elif EMBEDDED
 /* The same 12x2 tile written as a hand-written kernel would: 24 named accumulators, two
  * vector loads of B and 24 FMAs whose A operand is an embedded broadcast from memory. */
 #define ROW(i, u, v)                                                                       \
@@ -114,7 +139,7 @@ int main(int argc, char **argv) {
     }
     printf("tile %dx%d (x16) kc=%lld %s prefetch=%d%s: %.1f GFLOP/s (check %g)\n", MR, NV,
            (long long)kc, BSTREAM ? "B from L2" : "B in L1", PF,
-           EMBEDDED ? " by hand, embedded broadcasts" : "", best, (double)c[0]);
+           EMBEDDED == 1 ? " by hand, embedded broadcasts" : EMBEDDED == 2 ? " intrinsics" : "", best, (double)c[0]);
     free(pa);
     free(pb);
     return 0;

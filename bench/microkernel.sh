@@ -2,7 +2,8 @@
 # The register tile alone (bench/microkernel.c): GCC's code for autotune's style of
 # micro-kernel against the FMA peak, in one run, 1 thread pinned: tile shapes, B panel in
 # L1 or streamed from L2, software prefetch distances, FMAs with embedded broadcasts
-# (MR:NV:BSTREAM:PF:EMBEDDED per variant). Writes bench/results/microkernel-<time>.log.
+# (MR:NV:BSTREAM:PF:EMBEDDED per variant), the tile written with intrinsics, and the
+# instructions each build's tile loop holds. Writes bench/results/microkernel-<time>.log.
 #   bash bench/microkernel.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +14,7 @@ mkdir -p "$BUILD"
 # The kernels' flags (autotune-codegen/src/runtime.rs).
 FLAGS="-O3 -std=gnu99 -fno-math-errno -ffp-contract=fast"
 gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
-VARIANTS="6:3:0:0:0 8:3:0:0:0 12:2:0:0:0 8:2:0:0:0 6:4:0:0:0 4:4:0:0:0 12:2:0:0:1 6:3:1:0:0 6:3:1:8:0 6:3:1:16:0 8:3:1:0:0 8:3:1:8:0 12:2:1:0:0 12:2:1:8:0"
+VARIANTS="6:3:0:0:0 8:3:0:0:0 12:2:0:0:0 8:2:0:0:0 6:4:0:0:0 4:4:0:0:0 12:2:0:0:1 6:3:1:0:0 6:3:1:8:0 6:3:1:16:0 8:3:1:0:0 8:3:1:8:0 12:2:1:0:0 12:2:1:8:0 6:3:0:0:2 8:3:0:0:2 12:2:0:0:2 6:4:0:0:2"
 for v in $VARIANTS; do
   IFS=: read -r mr nv bs pf eb <<<"$v"
   gcc $FLAGS -DMR="$mr" -DNV="$nv" -DBSTREAM="$bs" -DPF="$pf" -DEMBEDDED="$eb" "$ROOT/bench/microkernel.c" -o "$BUILD/mk-$v"
@@ -25,5 +26,10 @@ done
   taskset -c 1 "$BUILD/peak" 1 | grep fma512
   for v in $VARIANTS; do taskset -c 1 "$BUILD/mk-$v" 256 32; done
   taskset -c 1 "$BUILD/peak" 1 | grep fma512
+  echo "# instructions in each program (broadcasts, embedded broadcasts, FMAs, stack accesses)"
+  for v in $VARIANTS; do
+    d="$(objdump -d --no-show-raw-insn "$BUILD/mk-$v")"
+    echo "$v: vbroadcastss $(grep -c vbroadcastss <<<"$d") {1to16} $(grep -c '1to16' <<<"$d") vfmadd $(grep -c vfmadd <<<"$d") rsp $(grep -c 'rsp)' <<<"$d")"
+  done
 } 2>&1 | tee "$OUT"
 echo "written to $OUT"
