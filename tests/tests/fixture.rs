@@ -73,6 +73,8 @@ fn write_crate_with(dir: &Path, ops: &str, main: &str) {
 /// kernel is specialised for.
 const CONSTANT_OPS: &str = r#"use autotune::tensor_op;
 
+autotune::kernel_threads!();
+
 /// relu(a·b + bias), with `b` and `bias` constant.
 #[tensor_op(constant(b, bias), specialize(M = 8, N = 32, K = 64))]
 pub fn mm_const(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>, bias: Tensor<f32, N>) -> Tensor<f32, (M, N)> {
@@ -103,23 +105,30 @@ fn main() {
     let b = Constant::new(tensor([64, 32], 1));
     let bias = Constant::new(tensor([32], 2));
     println!("copies before: {} {}", b.copies(), bias.copies());
+    ops::set_num_threads(1);
     check(&tensor([8, 64], 3), &b, &bias);
-    println!("copies after one call: {} {}", b.copies(), bias.copies());
+    println!("b's copies after a call at 1 thread: {}", b.copies());
     std::thread::scope(|s| {
         for t in 0..4 {
             let (b, bias) = (&b, &bias);
             s.spawn(move || (0..5).for_each(|i| check(&tensor([8, 64], 10 * t + i), b, bias)));
         }
     });
+    println!("b's copies after four threads' calls: {}", b.copies());
+    // Another kernel (the config tuned for 2 threads): its own block.
+    ops::set_num_threads(2);
+    check(&tensor([8, 64], 4), &b, &bias);
+    println!("b's copies after a call at 2 threads: {}", b.copies());
     // A shape no kernel is specialised for: the generic kernel keeps no copies.
-    check(&tensor([3, 64], 4), &b, &bias);
-    println!("copies at the end: {} {}", b.copies(), bias.copies());
+    check(&tensor([3, 64], 5), &b, &bias);
+    println!("b's copies at the end: {}", b.copies());
 }
 "#;
 
-/// The cache entry of `mm_const` (the crate's only operator) on this machine,
-/// with a config that packs `b`: the kernel copies the constant.
-fn constant_entry(dir: &Path) {
+/// Cache entries of `mm_const` (the crate's only operator) on this machine for 1
+/// and 2 kernel threads, with two configs that pack `b`: the kernel copies the
+/// constant, and each thread count runs a kernel of its own layout.
+fn constant_entries(dir: &Path) {
     use autotune_build::cache;
     use autotune_codegen::{Isa, KernelFingerprint, Space, Target, Value, Workload};
     let ops = autotune_build::load_operators(dir, &[PathBuf::from("src/ops.rs")]).unwrap();
@@ -128,33 +137,36 @@ fn constant_entry(dir: &Path) {
         spec: 0,
     };
     let space = Space::new(&w.op, w.shapes());
-    let mut config = space.default_config(&w.op, w.shapes());
-    config.0.insert("y.pack.1".parse().unwrap(), Value::Int(1));
-    space
-        .index_of(&config)
-        .expect("packing b is a point of the space");
+    let default = space.default_config(&w.op, w.shapes());
+    let next = space.config_at(space.index_of(&default).unwrap() + 1);
     let target = Target {
         triple: autotune_tune::HOST_TRIPLE.to_string(),
         isa: Isa::detect(),
     };
-    let cpu = cache::Cpu::host();
-    let entry = cache::Entry {
-        workload: w.key(),
-        workload_id: w.id(),
-        generator: cache::GENERATOR_VERSION,
-        gflops: 1.0,
-        trials: 1,
-        tuner: "by hand".to_string(),
-        cpu: cpu.name,
-        cpu_id: cpu.id,
-        compiler: "cc".to_string(),
-        threads: None,
-        date: cache::today(),
-        kernel: KernelFingerprint::of(&w, &config, target.isa).ok(),
-        target,
-        config,
-    };
-    cache::store(&dir.join("tuning-cache"), &w.op.name, entry).unwrap();
+    for (threads, mut config) in [(1, default), (2, next)] {
+        config.0.insert("y.pack.1".parse().unwrap(), Value::Int(1));
+        space
+            .index_of(&config)
+            .expect("packing b is a point of the space");
+        let cpu = cache::Cpu::host();
+        let entry = cache::Entry {
+            workload: w.key(),
+            workload_id: w.id(),
+            generator: cache::GENERATOR_VERSION,
+            gflops: 1.0,
+            trials: 1,
+            tuner: "by hand".to_string(),
+            cpu: cpu.name,
+            cpu_id: cpu.id,
+            compiler: "cc".to_string(),
+            threads: Some(threads),
+            date: cache::today(),
+            kernel: KernelFingerprint::of(&w, &config, target.isa).ok(),
+            target: target.clone(),
+            config,
+        };
+        cache::store(&dir.join("tuning-cache"), &w.op.name, entry).unwrap();
+    }
 }
 
 #[test]
@@ -163,16 +175,21 @@ fn constant_inputs_are_copied_once_per_handle() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-constants");
     let _ = std::fs::remove_dir_all(&dir);
     write_crate_with(&dir, CONSTANT_OPS, CONSTANT_MAIN);
-    constant_entry(&dir);
+    constant_entries(&dir);
     let run = cargo(&dir, &["run", "--quiet"], &[("AUTOTUNE", "locked")]);
     let out = text(&run);
     assert!(run.status.success(), "{out}");
-    // The config packs `b`, and its tiles overhang N (so the fused epilogue reads
-    // `bias` from a padded copy): one block each, made by the first call and
-    // found by every later one.
-    assert!(out.contains("copies before: 0 0"), "{out}");
-    assert!(out.contains("copies after one call: 1 1"), "{out}");
-    assert!(out.contains("copies at the end: 1 1"), "{out}");
+    // One block per kernel that packs `b`, made by its first call through the
+    // handle and found by every later one, at any thread count.
+    for line in [
+        "copies before: 0 0",
+        "b's copies after a call at 1 thread: 1",
+        "b's copies after four threads' calls: 1",
+        "b's copies after a call at 2 threads: 2",
+        "b's copies at the end: 2",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
 }
 
 /// The fixture crates share one target directory (their dependencies build
