@@ -307,8 +307,8 @@ static inline void *at_scratch(size_t bytes, int *own) {
 /// The helpers of kernels that keep their copies of constant inputs
 /// ([`Kernel::constants`]) in the slot of the input's handle: a list of blocks,
 /// one per kernel layout that has read the input, which the kernels allocate
-/// and publish and the handle frees (`autotune::Constant`, whose `Block` is
-/// this header). Two threads that miss at once both fill and publish a block;
+/// and publish and the handle frees (`autotune::Constant`; its `slot.rs`
+/// mirrors this header as `Block`). Two threads that miss at once both fill and publish a block;
 /// both stay valid until the handle is dropped.
 pub const CONSTANTS_C: &str = r#"#ifndef AT_CONSTANTS
 #define AT_CONSTANTS

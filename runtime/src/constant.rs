@@ -2,11 +2,8 @@
 //! weights), passed through a handle where kernels keep the copies they make
 //! of them.
 
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering};
-
-use crate::tensor::{IntoTensorRef, NotContiguous, Tensor, TensorRef};
-use crate::Element;
+use crate::slot::Slot;
+use crate::tensor::{Element, IntoTensorRef, NotContiguous, Tensor, TensorRef};
 
 /// An input tensor that does not change between calls, for the inputs an
 /// operator declares `constant(...)` (see `docs/language.md`).
@@ -47,15 +44,7 @@ impl<T: Element, const R: usize> Constant<T, R> {
     /// How many kernels' copies of the tensor the handle holds (none before
     /// the first call of a kernel that copies it).
     pub fn copies(&self) -> usize {
-        let mut n = 0;
-        let mut b = self.slot.head.load(Ordering::Acquire);
-        while !b.is_null() {
-            n += 1;
-            // SAFETY: blocks on the list stay allocated until the handle is
-            // dropped, and a kernel wrote `next` before adding a block.
-            b = unsafe { (*b).next };
-        }
-        n
+        self.slot.blocks()
     }
 
     /// The tensor back, dropping the kernels' copies of it.
@@ -79,47 +68,5 @@ impl<T: Element, const R: usize> From<Tensor<T, R>> for Constant<T, R> {
 impl<'a, T: Element, const R: usize> IntoTensorRef<'a, T, R> for &'a Constant<T, R> {
     fn into_tensor_ref(self) -> Result<TensorRef<'a, T, R>, NotContiguous> {
         Ok(self.view())
-    }
-}
-
-/// The head of a list of blocks, one per kernel layout: the kernels' C
-/// (`at_const_*` in the generated file) allocates each with `malloc`, fills it
-/// and adds it with an atomic compare-and-swap; the handle frees them.
-#[derive(Debug, Default)]
-pub(crate) struct Slot {
-    head: AtomicPtr<Block>,
-}
-
-/// The header of a block (`at_const_block`); the copies follow it.
-#[repr(C)]
-struct Block {
-    next: *mut Block,
-    #[allow(dead_code)] // read by the kernels
-    layout: u64,
-}
-
-extern "C" {
-    fn free(p: *mut c_void);
-}
-
-impl Slot {
-    /// The pointer a kernel takes: the list's head, which it reads and swaps
-    /// atomically (an `AtomicPtr` has the layout of a pointer).
-    pub(crate) fn as_ptr(&self) -> *mut c_void {
-        self.head.as_ptr().cast()
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut b = *self.head.get_mut();
-        while !b.is_null() {
-            // SAFETY: each block on the list was allocated with malloc by a
-            // kernel and added once; no call can be using the handle while it
-            // is dropped, so each is read and freed once, here.
-            let next = unsafe { (*b).next };
-            unsafe { free(b.cast()) };
-            b = next;
-        }
     }
 }

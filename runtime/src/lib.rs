@@ -16,6 +16,7 @@
 
 mod constant;
 mod error;
+mod slot;
 mod tensor;
 
 #[doc(hidden)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use crate::constant::Slot;
+use crate::slot::Slot;
 
 mod sealed {
     pub trait Sealed {}

@@ -18,7 +18,7 @@ use crate::loopnest::{IExpr, Kernel, Param, ParamKind, Scratch, Stmt};
 use crate::space::StageSchedule;
 use dims::Dims;
 use naive::Lowerer;
-pub use names::{buffer_name, c_ident};
+pub use names::{buffer_name, c_ident, slot_name};
 use shape::{flops, naive_shape, points, NestShape};
 
 /// Lowers one variant of `op`: with `schedule` (one entry per stage) or the
@@ -162,11 +162,6 @@ pub fn lower(
 
 /// The header of a constant's block (`AT_CONST_HEAD` in [`crate::emit::CONSTANTS_C`]).
 const CONSTANT_HEADER_BYTES: usize = 64;
-
-/// The C name of constant input `i`'s slot parameter.
-pub fn slot_name(op: &Operator, i: usize) -> String {
-    format!("{}__slot", buffer_name(op, TensorRef::Input(i)))
-}
 
 /// The iterations of every stage's loops (spatial and reduction) at the
 /// generic kernel's symbolic shapes: a measure of one call's work.

@@ -36,3 +36,8 @@ pub fn buffer_name(op: &Operator, t: TensorRef) -> String {
         TensorRef::Stage(s) => format!("st_{}", op.stages[s].name),
     }
 }
+
+/// The C name of constant input `i`'s slot parameter.
+pub fn slot_name(op: &Operator, i: usize) -> String {
+    format!("{}__slot", buffer_name(op, TensorRef::Input(i)))
+}

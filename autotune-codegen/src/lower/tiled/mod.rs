@@ -48,8 +48,7 @@ use autotune_lang::ir::{Expr, Operator, TensorRef};
 
 use super::dims::Dims;
 use super::naive::Lowerer;
-use super::names::buffer_name;
-use super::slot_name;
+use super::names::{buffer_name, slot_name};
 use crate::loopnest::{ConstantCopies, IExpr, Scratch, Stmt};
 use crate::space::StagePlan;
 use geometry::{product, Tiling};
