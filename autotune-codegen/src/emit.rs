@@ -453,7 +453,12 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
 /// (`cf__<input>`), and the copies' pointers into it.
 fn open_constants(w: &mut Writer, k: &Kernel) {
     let t = k.dtype.c_name();
-    for c in &k.constants {
+    let layouts: Vec<_> = k
+        .constants
+        .iter()
+        .map(|c| c.layout_bytes(k.dtype.size()))
+        .collect();
+    for (c, (_, bytes)) in k.constants.iter().zip(&layouts) {
         let (cb, fill) = (format!("cb__{}", c.input), format!("cf__{}", c.input));
         w.line(
             1,
@@ -465,7 +470,7 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
         w.line(1, &format!("const int {fill} = !{cb};"));
         w.line(
             1,
-            &format!("if ({fill}) {cb} = (at_const_block *)malloc({});", c.bytes),
+            &format!("if ({fill}) {cb} = (at_const_block *)malloc({bytes});"),
         );
     }
     if k.constants.is_empty() {
@@ -480,8 +485,8 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
     release_constants(w, k);
     w.line(2, "return 1;");
     w.line(1, "}");
-    for c in &k.constants {
-        for (b, off) in c.buffers.iter().zip(&c.offsets) {
+    for (c, (offsets, _)) in k.constants.iter().zip(&layouts) {
+        for (b, off) in c.buffers.iter().zip(offsets) {
             w.line(
                 1,
                 &format!(

@@ -289,12 +289,30 @@ pub struct ConstantCopies {
     pub layout: u64,
     /// Sizes known when the kernel is generated (a specialisation's).
     pub buffers: Vec<Scratch>,
-    /// Where each buffer starts in the block's data, in bytes (cache-line
-    /// aligned), and the block's size with its header.
-    pub offsets: Vec<usize>,
-    pub bytes: usize,
     /// The loops that fill `buffers` from the input.
     pub fill: Vec<Stmt>,
+}
+
+impl ConstantCopies {
+    /// The block's header (`AT_CONST_HEAD` in [`crate::emit::CONSTANTS_C`]).
+    pub const HEADER_BYTES: usize = 64;
+
+    /// Where each buffer starts in the block's data, in bytes, and the
+    /// block's size with its header: each buffer (one element more, as scratch
+    /// has) on its own cache lines.
+    pub fn layout_bytes(&self, elem_bytes: usize) -> (Vec<usize>, usize) {
+        let mut offsets = Vec::new();
+        let mut at = 0;
+        for b in &self.buffers {
+            offsets.push(at);
+            let elems = b
+                .elems
+                .as_const()
+                .expect("constant copies have known sizes");
+            at += ((elems as usize + 1) * elem_bytes).div_ceil(64) * 64;
+        }
+        (offsets, Self::HEADER_BYTES + at)
+    }
 }
 
 /// One C function.

@@ -19,6 +19,20 @@ fn workload(m: i64, n: i64, k: i64) -> Workload {
 
 const SIG: &str = "int32_t CANDIDATE(const float *restrict in_a, const float *restrict in_b, float *restrict out)";
 
+/// Each candidate measured once: its record and failure class (none: it ran).
+fn measured_classes(
+    w: &Workload,
+    candidates: &[Candidate],
+    opts: &autotune_tune::TuneOptions,
+) -> (Vec<record::Record>, Vec<Option<ErrorClass>>) {
+    let records = tune::measure_candidates(w, candidates, opts).unwrap();
+    let classes = records
+        .iter()
+        .map(|r| r.error.as_ref().map(|e| e.class))
+        .collect();
+    (records, classes)
+}
+
 #[test]
 fn every_fault_is_recorded_with_its_class() {
     let w = workload(8, 8, 8);
@@ -43,11 +57,7 @@ fn every_fault_is_recorded_with_its_class() {
         Candidate::Source(format!("{SIG} {{ (void)in_a; (void)in_b; (void)out; return 1; }}")),
         Candidate::Source(format!("{SIG} {{ /* {} */ return 0; }}", "x".repeat(70 << 10))),
     ];
-    let records = tune::measure_candidates(&w, &candidates, &opts).unwrap();
-    let classes: Vec<Option<ErrorClass>> = records
-        .iter()
-        .map(|r| r.error.as_ref().map(|e| e.class))
-        .collect();
+    let (records, classes) = measured_classes(&w, &candidates, &opts);
     assert_eq!(
         classes,
         vec![
@@ -432,11 +442,7 @@ fn constant_inputs_are_checked_through_their_kept_copies() {
         Candidate::Config(packs_b),
         Candidate::Source(format!("{sig} {{ {body} }}")),
     ];
-    let records = tune::measure_candidates(&w, &candidates, &opts).unwrap();
-    let classes: Vec<Option<ErrorClass>> = records
-        .iter()
-        .map(|r| r.error.as_ref().map(|e| e.class))
-        .collect();
+    let (records, classes) = measured_classes(&w, &candidates, &opts);
     assert_eq!(
         classes,
         vec![None, Some(ErrorClass::WrongResult)],

@@ -18,7 +18,8 @@ use crate::loopnest::{IExpr, Kernel, Param, ParamKind, Scratch, Stmt};
 use crate::space::StageSchedule;
 use dims::Dims;
 use naive::Lowerer;
-pub use names::{buffer_name, c_ident, slot_name};
+use names::slot_name;
+pub use names::{buffer_name, c_ident};
 use shape::{flops, naive_shape, points, NestShape};
 
 /// Lowers one variant of `op`: with `schedule` (one entry per stage) or the
@@ -131,20 +132,6 @@ pub fn lower(
     for c in &mut constants {
         let text = format!("{symbol}\0{}\0{:?}\0{:?}", c.input, c.buffers, c.fill);
         c.layout = autotune_lang::mangle::fnv1a(text.as_bytes());
-        // The block's header, then each buffer (one element more, as scratch
-        // has) on its own cache lines.
-        let mut at = CONSTANT_HEADER_BYTES;
-        c.offsets.clear();
-        for b in &c.buffers {
-            c.offsets.push(at - CONSTANT_HEADER_BYTES);
-            let elems = b
-                .elems
-                .as_const()
-                .expect("constant copies have known sizes");
-            let bytes = (elems as usize + 1) * op.dtype.size();
-            at += bytes.div_ceil(64) * 64;
-        }
-        c.bytes = at;
     }
     Kernel {
         symbol,
@@ -159,9 +146,6 @@ pub fn lower(
         body,
     }
 }
-
-/// The header of a constant's block (`AT_CONST_HEAD` in [`crate::emit::CONSTANTS_C`]).
-const CONSTANT_HEADER_BYTES: usize = 64;
 
 /// The iterations of every stage's loops (spatial and reduction) at the
 /// generic kernel's symbolic shapes: a measure of one call's work.

@@ -279,8 +279,6 @@ fn keep_constant_copies(
                 // Set once the kernel is whole.
                 layout: 0,
                 buffers: Vec::new(),
-                offsets: Vec::new(),
-                bytes: 0,
                 fill: Vec::new(),
             });
             constants.last_mut().expect("just pushed")
