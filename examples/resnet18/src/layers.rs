@@ -4,7 +4,7 @@
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::net::LANES;
+use crate::net::constant;
 use crate::{ops, random};
 
 pub struct Layer {
@@ -14,8 +14,7 @@ pub struct Layer {
     pub run: Box<dyn FnMut()>,
 }
 
-/// (name, C, H, K, kernel, stride); C7–C12 sit in stages 3 and 4, which run the
-/// pre-blocked `*_kb` operators.
+/// (name, C, H, K, kernel, stride).
 const TABLE: [(&str, usize, usize, usize, usize, usize); 12] = [
     ("C1", 3, 224, 64, 7, 2),
     ("C2", 64, 56, 64, 3, 1),
@@ -35,112 +34,33 @@ pub fn all() -> Vec<Layer> {
     let mut rng = StdRng::seed_from_u64(7);
     TABLE
         .iter()
-        .enumerate()
-        .map(|(i, &(name, c, h, k, r, st))| {
-            let (o, kb, l) = (h / st, k / LANES, LANES);
-            let blocked = i >= 6;
+        .map(|&(name, c, h, k, r, st)| {
+            let o = h / st;
             let x = random(&mut rng, c * h * h);
-            let w = random(&mut rng, k * c * r * r);
-            let b = random(&mut rng, k);
+            let w = constant(random(&mut rng, k * c * r * r), [k, c, r, r]);
+            let b = constant(random(&mut rng, k), [k]);
             let mut y = vec![0.0f32; k * o * o];
-            let (what, run): (&str, Box<dyn FnMut()>) = match (r, st, blocked) {
-                (7, 2, _) => (
-                    "conv7x7s2_relu",
-                    Box::new(move || {
-                        ops::conv7x7s2_relu_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c, 7, 7]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (3, 1, false) => (
-                    "conv3x3_relu",
-                    Box::new(move || {
-                        ops::conv3x3_relu_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c, 3, 3]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (3, 2, false) => (
-                    "conv3x3s2_relu",
-                    Box::new(move || {
-                        ops::conv3x3s2_relu_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c, 3, 3]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (1, 2, false) => (
-                    "conv1x1s2_bias",
-                    Box::new(move || {
-                        ops::conv1x1s2_bias_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (1, 1, _) => (
-                    "conv1x1_bias",
-                    Box::new(move || {
-                        ops::conv1x1_bias_into(
-                            (&x, [c, h, h]),
-                            (&w, [k, c]),
-                            (&b, [k]),
-                            (&mut y, [k, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (3, 1, true) => (
-                    "conv3x3_relu_kb",
-                    Box::new(move || {
-                        ops::conv3x3_relu_kb_into(
-                            (&x, [c, h, h]),
-                            (&w, [kb, c, 3, 3, l]),
-                            (&b, [kb, l]),
-                            (&mut y, [kb, l, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                (3, 2, true) => (
-                    "conv3x3s2_relu_kb",
-                    Box::new(move || {
-                        ops::conv3x3s2_relu_kb_into(
-                            (&x, [c, h, h]),
-                            (&w, [kb, c, 3, 3, l]),
-                            (&b, [kb, l]),
-                            (&mut y, [kb, l, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
-                _ => (
-                    "conv1x1s2_bias_kb",
-                    Box::new(move || {
-                        ops::conv1x1s2_bias_kb_into(
-                            (&x, [c, h, h]),
-                            (&w, [kb, c, l]),
-                            (&b, [kb, l]),
-                            (&mut y, [kb, l, o, o]),
-                        )
-                        .expect("shapes");
-                    }),
-                ),
+            // Each closure calls its operator with the layer's constant handles, as
+            // the network does (a kernel's packs of them are made on the first call).
+            macro_rules! layer {
+                ($op:ident) => {
+                    (
+                        stringify!($op),
+                        Box::new(move || {
+                            ops::$op((&x, [c, h, h]), &w, &b, (&mut y, [k, o, o]))
+                                .expect("shapes");
+                        }) as Box<dyn FnMut()>,
+                    )
+                };
+            }
+            let (what, run) = match (r, st) {
+                (7, 2) => layer!(conv7x7s2_relu_into),
+                (3, 1) => layer!(conv3x3_relu_into),
+                (3, 2) => layer!(conv3x3s2_relu_into),
+                (1, 2) => layer!(conv1x1s2_bias_into),
+                _ => layer!(conv1x1_bias_into),
             };
+            let what = what.trim_end_matches("_into");
             Layer {
                 name,
                 what: format!("{what} C{c} {h}x{h} K{k}"),

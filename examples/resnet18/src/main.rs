@@ -3,8 +3,9 @@
 //! (median of repeats) on one thread and on every core.
 //!
 //! `resnet18 [--layers] [--threads 1,2] [--export DIR]`
-//! - `--layers`: also time each of the twelve conv layers C1–C12 of the AutoTVM paper's
-//!   table with the network's kernels;
+//! - `--layers`: also time each operator call of the network on its own (and compare
+//!   their sum with the pass), and each of the twelve conv layers C1–C12 of the AutoTVM
+//!   paper's table with the network's kernels;
 //! - `--threads`: the thread counts to time (default: 1 and all CPUs);
 //! - `--export DIR`: write the weights, the input and the logits for the peer benchmark.
 
@@ -75,6 +76,28 @@ fn parse_args() -> Result<Args, String> {
 
 fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
     (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
+}
+
+/// Times each operator call of the network warm, on its own (repeated where the pass
+/// makes it), and compares their sum with the pass's `pass_secs`: what the pass loses
+/// between its calls (caches refilled, weights streamed in).
+fn time_nodes(net: &ResNet18, input: &[f32], ws: &mut net::Workspace, nt: usize, pass_secs: f64) {
+    let mut nodes = Vec::new();
+    net.forward_each(input, ws, Impl::Kernels, &mut |name, call| {
+        nodes.push((name, time(Duration::from_millis(100), 20, call)));
+    });
+    for (i, (name, secs)) in nodes.iter().enumerate() {
+        let name = name.trim_end_matches("_into");
+        println!("node {i:2} threads={nt}: {:8.3} ms  ({name})", secs * 1e3);
+    }
+    let sum: f64 = nodes.iter().map(|n| n.1).sum();
+    println!(
+        "nodes threads={nt}: the pass {:.3} ms is {:.2}x the sum of its {} calls' warm times, {:.3} ms",
+        pass_secs * 1e3,
+        pass_secs / sum,
+        nodes.len(),
+        sum * 1e3
+    );
 }
 
 /// The logits of the kernels and of the naive references for one input.
@@ -165,6 +188,9 @@ fn main() -> ExitCode {
             secs * 1e3,
             net.flop() / secs / 1e9
         );
+        if args.layers {
+            time_nodes(&net, &input, &mut ws, nt, secs);
+        }
         for l in &mut layer_list {
             let secs = time(Duration::from_millis(500), 20, &mut l.run);
             println!(

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use autotune::{Constant, Tensor};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -17,38 +18,33 @@ pub enum Impl {
     Reference,
 }
 
-/// Calls `$op` (the kernel) or `$reference`, with the same arguments.
+/// Calls `$op` (the kernel) or `$reference`, with the same arguments, through `$each`.
 macro_rules! run {
-    ($imp:expr, $op:ident | $reference:ident, $($arg:expr),* $(,)?) => {
-        match $imp {
-            Impl::Kernels => ops::$op($($arg),*),
-            Impl::Reference => ops::$reference($($arg),*),
-        }
-        .expect("the network's shapes match its operators")
+    ($each:expr, $imp:expr, $op:ident | $reference:ident, $($arg:expr),* $(,)?) => {
+        $each(stringify!($op), &mut || {
+            match $imp {
+                Impl::Kernels => ops::$op($($arg),*),
+                Impl::Reference => ops::$reference($($arg),*),
+            }
+            .expect("the network's shapes match its operators");
+        })
     };
 }
 
-/// Output channels per block of the pre-blocked weight layout (the `L` of the `*_kb`
-/// operators).
-pub const LANES: usize = 16;
-
-/// A convolution with batch norm folded in: `w` is `[k][c][r][r]`, or when `blocked`
-/// `[k/16][c][r][r][16]`; `b` is `[k]`.
+/// A convolution with batch norm folded in: weights `[k][c][r][r]` and bias `[k]`, as
+/// constant handles (the kernels keep their packs of them there).
 pub struct Conv {
-    pub w: Vec<f32>,
-    pub b: Vec<f32>,
+    pub w: Constant<f32, 4>,
+    pub b: Constant<f32, 1>,
     pub c: usize,
     pub k: usize,
     pub r: usize,
-    pub blocked: bool,
 }
 
 impl Conv {
     /// He-initialised weights, then a random batch norm (γ, β, mean, variance) folded
     /// into them: `w·γ/√(var+ε)` and `β − mean·γ/√(var+ε)`.
-    /// With `blocked`, the weights are then reordered once to the `*_kb` operators'
-    /// layout.
-    fn random(rng: &mut StdRng, c: usize, k: usize, r: usize, blocked: bool) -> Conv {
+    fn random(rng: &mut StdRng, c: usize, k: usize, r: usize) -> Conv {
         let fan_in = (c * r * r) as f32;
         let a = (6.0 / fan_in).sqrt();
         let mut w: Vec<f32> = (0..k * c * r * r).map(|_| rng.gen_range(-a..a)).collect();
@@ -65,39 +61,13 @@ impl Conv {
             }
             *bias = beta - mean * scale;
         }
-        let mut conv = Conv {
-            w,
-            b,
+        Conv {
+            w: constant(w, [k, c, r, r]),
+            b: constant(b, [k]),
             c,
             k,
             r,
-            blocked: false,
-        };
-        if blocked {
-            let mut w = vec![0.0; conv.w.len()];
-            for (i, x) in conv.w.iter().enumerate() {
-                w[conv.blocked_index(i)] = *x;
-            }
-            (conv.w, conv.blocked) = (w, true);
         }
-        conv
-    }
-
-    /// Where element `i` of the `[k][c][r][r]` weights sits in the blocked layout.
-    fn blocked_index(&self, i: usize) -> usize {
-        let per_k = self.c * self.r * self.r;
-        let (kk, crs) = (i / per_k, i % per_k);
-        ((kk / LANES) * per_k + crs) * LANES + kk % LANES
-    }
-
-    /// The weights as `[k][c][r][r]` (ONNX's OIHW), whatever the layout.
-    pub fn oihw(&self) -> Vec<f32> {
-        if !self.blocked {
-            return self.w.clone();
-        }
-        (0..self.w.len())
-            .map(|i| self.w[self.blocked_index(i)])
-            .collect()
     }
 
     /// FLOP of one call at output size `oh`×`ow`, padded taps included (as the peers
@@ -105,6 +75,11 @@ impl Conv {
     pub fn flop(&self, oh: usize, ow: usize) -> f64 {
         2.0 * (self.k * oh * ow * self.c * self.r * self.r) as f64
     }
+}
+
+/// `data` with dimensions `dims` as a constant input.
+pub fn constant<const R: usize>(data: Vec<f32>, dims: [usize; R]) -> Constant<f32, R> {
+    Constant::new(Tensor::from_vec(data, dims).expect("the data has the dimensions' length"))
 }
 
 /// A basic residual block: conv 3×3 (stride 1 or 2) + ReLU, conv 3×3 + shortcut + ReLU;
@@ -136,8 +111,8 @@ pub struct ResNet18 {
     pub stem: Conv,
     pub blocks: Vec<Block>,
     /// Classifier `[1000][512]` and its bias.
-    pub fc_w: Vec<f32>,
-    pub fc_b: Vec<f32>,
+    pub fc_w: Constant<f32, 2>,
+    pub fc_b: Constant<f32, 1>,
 }
 
 pub const INPUT: [usize; 3] = [3, 224, 224];
@@ -158,17 +133,15 @@ pub struct Workspace {
 impl ResNet18 {
     pub fn random(seed: u64) -> ResNet18 {
         let mut rng = StdRng::seed_from_u64(seed);
-        let stem = Conv::random(&mut rng, 3, 64, 7, false);
+        let stem = Conv::random(&mut rng, 3, 64, 7);
         let mut blocks = Vec::new();
         let (mut c, mut h) = (64, 56);
         for (stage, k) in [64, 128, 256, 512].into_iter().enumerate() {
             for i in 0..2 {
                 let halve = stage > 0 && i == 0;
-                // Stages 3 and 4 run the `*_kb` operators (see `ops.rs`).
-                let blocked = stage >= 2;
-                let conv1 = Conv::random(&mut rng, c, k, 3, blocked);
-                let conv2 = Conv::random(&mut rng, k, k, 3, blocked);
-                let down = halve.then(|| Conv::random(&mut rng, c, k, 1, blocked));
+                let conv1 = Conv::random(&mut rng, c, k, 3);
+                let conv2 = Conv::random(&mut rng, k, k, 3);
+                let down = halve.then(|| Conv::random(&mut rng, c, k, 1));
                 let block = Block {
                     conv1,
                     conv2,
@@ -183,6 +156,7 @@ impl ResNet18 {
         let a = (6.0f32 / 512.0).sqrt();
         let fc_w = (0..CLASSES * 512).map(|_| rng.gen_range(-a..a)).collect();
         let fc_b = (0..CLASSES).map(|_| rng.gen_range(-0.1..0.1)).collect();
+        let (fc_w, fc_b) = (constant(fc_w, [CLASSES, 512]), constant(fc_b, [CLASSES]));
         ResNet18 {
             stem,
             blocks,
@@ -227,16 +201,31 @@ impl ResNet18 {
 
     /// The logits for one image `[3][224][224]`.
     pub fn forward<'w>(&self, x: &[f32], ws: &'w mut Workspace, imp: Impl) -> &'w [f32] {
+        self.forward_each(x, ws, imp, &mut |_, call| call())
+    }
+
+    /// [`ResNet18::forward`], handing each operator call (and its operator's name) to
+    /// `each`, which must make it at least once: calls are idempotent, so a profiler
+    /// can time each one warm, as the network runs it.
+    pub fn forward_each<'w>(
+        &self,
+        x: &[f32],
+        ws: &'w mut Workspace,
+        imp: Impl,
+        each: &mut dyn FnMut(&'static str, &mut dyn FnMut()),
+    ) -> &'w [f32] {
         let s = &self.stem;
         run!(
+            each,
             imp,
             conv7x7s2_relu_into | conv7x7s2_relu_reference_into,
             (x, INPUT),
-            (&s.w, [64, 3, 7, 7]),
-            (&s.b, [64]),
+            &s.w,
+            &s.b,
             (&mut ws.stem, [64, 112, 112])
         );
         run!(
+            each,
             imp,
             max_pool3x3s2_into | max_pool3x3s2_reference_into,
             (&ws.stem, [64, 112, 112]),
@@ -246,100 +235,63 @@ impl ResNet18 {
             let (done, rest) = ws.out.split_at_mut(i);
             let input: &[f32] = if i == 0 { &ws.pool } else { &done[i - 1] };
             let (c, h, k, o) = (b.c, b.h, b.k(), b.oh());
-            let (w1, b1) = (&b.conv1.w, &b.conv1.b);
-            let (w2, b2) = (&b.conv2.w, &b.conv2.b);
             let (mid, short, out) = (&mut ws.mid[i], &mut ws.short[i], &mut rest[0]);
-            if b.conv1.blocked {
-                let (kb, l) = (k / LANES, LANES);
-                if let Some(d) = &b.down {
-                    run!(
-                        imp,
-                        conv3x3s2_relu_kb_into | conv3x3s2_relu_kb_reference_into,
-                        (input, [c, h, h]),
-                        (w1, [kb, c, 3, 3, l]),
-                        (b1, [kb, l]),
-                        (&mut *mid, [kb, l, o, o])
-                    );
-                    run!(
-                        imp,
-                        conv1x1s2_bias_kb_into | conv1x1s2_bias_kb_reference_into,
-                        (input, [c, h, h]),
-                        (&d.w, [kb, c, l]),
-                        (&d.b, [kb, l]),
-                        (&mut *short, [kb, l, o, o])
-                    );
-                } else {
-                    run!(
-                        imp,
-                        conv3x3_relu_kb_into | conv3x3_relu_kb_reference_into,
-                        (input, [c, h, h]),
-                        (w1, [kb, c, 3, 3, l]),
-                        (b1, [kb, l]),
-                        (&mut *mid, [kb, l, o, o])
-                    );
-                }
-                let shortcut: &[f32] = if b.down.is_some() { short } else { input };
+            if let Some(d) = &b.down {
                 run!(
+                    each,
                     imp,
-                    conv3x3_add_relu_kb_into | conv3x3_add_relu_kb_reference_into,
-                    (&*mid, [k, o, o]),
-                    (w2, [kb, k, 3, 3, l]),
-                    (b2, [kb, l]),
-                    (shortcut, [kb, l, o, o]),
-                    (out, [kb, l, o, o])
+                    conv3x3s2_relu_into | conv3x3s2_relu_reference_into,
+                    (input, [c, h, h]),
+                    &b.conv1.w,
+                    &b.conv1.b,
+                    (&mut *mid, [k, o, o])
+                );
+                run!(
+                    each,
+                    imp,
+                    conv1x1s2_bias_into | conv1x1s2_bias_reference_into,
+                    (input, [c, h, h]),
+                    &d.w,
+                    &d.b,
+                    (&mut *short, [k, o, o])
                 );
             } else {
-                if let Some(d) = &b.down {
-                    run!(
-                        imp,
-                        conv3x3s2_relu_into | conv3x3s2_relu_reference_into,
-                        (input, [c, h, h]),
-                        (w1, [k, c, 3, 3]),
-                        (b1, [k]),
-                        (&mut *mid, [k, o, o])
-                    );
-                    run!(
-                        imp,
-                        conv1x1s2_bias_into | conv1x1s2_bias_reference_into,
-                        (input, [c, h, h]),
-                        (&d.w, [k, c]),
-                        (&d.b, [k]),
-                        (&mut *short, [k, o, o])
-                    );
-                } else {
-                    run!(
-                        imp,
-                        conv3x3_relu_into | conv3x3_relu_reference_into,
-                        (input, [c, h, h]),
-                        (w1, [k, c, 3, 3]),
-                        (b1, [k]),
-                        (&mut *mid, [k, o, o])
-                    );
-                }
-                let shortcut: &[f32] = if b.down.is_some() { short } else { input };
                 run!(
+                    each,
                     imp,
-                    conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
-                    (&*mid, [k, o, o]),
-                    (w2, [k, k, 3, 3]),
-                    (b2, [k]),
-                    (shortcut, [k, o, o]),
-                    (out, [k, o, o])
+                    conv3x3_relu_into | conv3x3_relu_reference_into,
+                    (input, [c, h, h]),
+                    &b.conv1.w,
+                    &b.conv1.b,
+                    (&mut *mid, [k, o, o])
                 );
             }
+            let shortcut: &[f32] = if b.down.is_some() { short } else { input };
+            run!(
+                each,
+                imp,
+                conv3x3_add_relu_into | conv3x3_add_relu_reference_into,
+                (&*mid, [k, o, o]),
+                &b.conv2.w,
+                &b.conv2.b,
+                (shortcut, [k, o, o]),
+                (&mut *out, [k, o, o])
+            );
         }
         run!(
+            each,
             imp,
             global_avg_pool_into | global_avg_pool_reference_into,
             (&ws.out[7], [512, 7, 7]),
             (&mut ws.avg, [512])
         );
         run!(
+            each,
             imp,
             dense_bias_into | dense_bias_reference_into,
             (&ws.avg, [512]),
-            (&self.fc_w, [CLASSES, 512]),
-            (&self.fc_b, [CLASSES]),
+            &self.fc_w,
+            &self.fc_b,
             (&mut ws.logits, [CLASSES])
         );
         &ws.logits
@@ -354,7 +306,7 @@ impl ResNet18 {
             bin: std::io::BufWriter::new(std::fs::File::create(dir.join("resnet18.bin"))?),
             txt: String::new(),
         };
-        out.put("input", &[1, 3, 224, 224], input)?;
+        out.put_data("input", &[1, 3, 224, 224], input)?;
         out.conv("stem", &self.stem)?;
         for (i, b) in self.blocks.iter().enumerate() {
             out.conv(&format!("block{i}.conv1"), &b.conv1)?;
@@ -363,9 +315,9 @@ impl ResNet18 {
                 out.conv(&format!("block{i}.down"), d)?;
             }
         }
-        out.put("fc.w", &[CLASSES, 512], &self.fc_w)?;
-        out.put("fc.b", &[CLASSES], &self.fc_b)?;
-        out.put("logits", &[1, CLASSES], logits)?;
+        out.put("fc.w", &self.fc_w)?;
+        out.put("fc.b", &self.fc_b)?;
+        out.put_data("logits", &[1, CLASSES], logits)?;
         out.bin.flush()?;
         std::fs::write(dir.join("resnet18.txt"), out.txt)
     }
@@ -378,7 +330,11 @@ struct Export {
 }
 
 impl Export {
-    fn put(&mut self, name: &str, dims: &[usize], data: &[f32]) -> std::io::Result<()> {
+    fn put<const R: usize>(&mut self, name: &str, t: &Constant<f32, R>) -> std::io::Result<()> {
+        self.put_data(name, &t.tensor().dims(), t.tensor().data())
+    }
+
+    fn put_data(&mut self, name: &str, dims: &[usize], data: &[f32]) -> std::io::Result<()> {
         debug_assert_eq!(dims.iter().product::<usize>(), data.len());
         let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
         self.txt += &format!("{name} {}\n", dims.join("x"));
@@ -387,7 +343,7 @@ impl Export {
     }
 
     fn conv(&mut self, name: &str, c: &Conv) -> std::io::Result<()> {
-        self.put(&format!("{name}.w"), &[c.k, c.c, c.r, c.r], &c.oihw())?;
-        self.put(&format!("{name}.b"), &[c.k], &c.b)
+        self.put(&format!("{name}.w"), &c.w)?;
+        self.put(&format!("{name}.b"), &c.b)
     }
 }

@@ -3,12 +3,11 @@
 //! (see `net.rs`); bias, ReLU and the residual add are epilogue stages that the
 //! schedule space may fuse into the convolution's store.
 //!
-//! The first two stages take weights as `[K][C][R][S]`. The last two (`*_kb`), whose
-//! weights are megabytes against little work per weight, take them pre-blocked by 16
-//! output channels, `[K/16][C][R][S][16]`, and write their output as `[K/16][16][H][W]`
-//! (the same memory as `[K][H][W]`): a kernel vectorised over those 16 channels then reads
-//! weights contiguously instead of packing them on every call. `net.rs` reorders them
-//! once, at load time, as inference engines do.
+//! Weights and biases are `constant(...)` inputs, in the layout the model has them
+//! (`[K][C][R][S]`): the network passes them as `autotune::Constant` handles, so a
+//! kernel whose config packs them (into its own tile order, which is how it reads
+//! megabytes of weights contiguously) does so on its first call only and keeps the
+//! pack in the handle, as inference engines reorder weights once at load time.
 
 use autotune::tensor_op;
 
@@ -16,6 +15,7 @@ autotune::kernel_threads!();
 
 /// The stem: conv 7×7, stride 2, padding 3, + bias + ReLU.
 #[tensor_op(
+    constant(w, b),
     R = 7,
     S = 7,
     OH = (H + 6 - 7) / 2 + 1,
@@ -48,10 +48,13 @@ pub fn max_pool3x3s2(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, (C, OH, OW)> {
 /// conv 3×3, stride 1, padding 1, + bias + ReLU: the first conv of each residual block
 /// that keeps its shape.
 #[tensor_op(
+    constant(w, b),
     R = 3,
     S = 3,
     specialize(C = 64, H = 56, W = 56, K = 64),
-    specialize(C = 128, H = 28, W = 28, K = 128)
+    specialize(C = 128, H = 28, W = 28, K = 128),
+    specialize(C = 256, H = 14, W = 14, K = 256),
+    specialize(C = 512, H = 7, W = 7, K = 512)
 )]
 pub fn conv3x3_relu(
     x: Tensor<f32, (C, H, W)>,
@@ -66,10 +69,13 @@ pub fn conv3x3_relu(
 /// conv 3×3, stride 1, padding 1, + bias + the block's shortcut + ReLU: the second
 /// conv of every residual block.
 #[tensor_op(
+    constant(w, b),
     R = 3,
     S = 3,
     specialize(C = 64, H = 56, W = 56, K = 64),
-    specialize(C = 128, H = 28, W = 28, K = 128)
+    specialize(C = 128, H = 28, W = 28, K = 128),
+    specialize(C = 256, H = 14, W = 14, K = 256),
+    specialize(C = 512, H = 7, W = 7, K = 512)
 )]
 pub fn conv3x3_add_relu(
     x: Tensor<f32, (C, H, W)>,
@@ -85,11 +91,14 @@ pub fn conv3x3_add_relu(
 /// conv 3×3, stride 2, padding 1, + bias + ReLU: the first conv of a block that halves
 /// the resolution.
 #[tensor_op(
+    constant(w, b),
     R = 3,
     S = 3,
     OH = (H + 2 - 3) / 2 + 1,
     OW = (W + 2 - 3) / 2 + 1,
-    specialize(C = 64, H = 56, W = 56, K = 128)
+    specialize(C = 64, H = 56, W = 56, K = 128),
+    specialize(C = 128, H = 28, W = 28, K = 256),
+    specialize(C = 256, H = 14, W = 14, K = 512)
 )]
 pub fn conv3x3s2_relu(
     x: Tensor<f32, (C, H, W)>,
@@ -104,106 +113,34 @@ pub fn conv3x3s2_relu(
 
 /// conv 1×1, stride 2, + bias: the downsampling shortcut.
 #[tensor_op(
+    constant(w, b),
+    R = 1,
+    S = 1,
     OH = (H - 1) / 2 + 1,
     OW = (W - 1) / 2 + 1,
-    specialize(C = 64, H = 56, W = 56, K = 128)
+    specialize(C = 64, H = 56, W = 56, K = 128),
+    specialize(C = 128, H = 28, W = 28, K = 256),
+    specialize(C = 256, H = 14, W = 14, K = 512)
 )]
 pub fn conv1x1s2_bias(
     x: Tensor<f32, (C, H, W)>,
-    w: Tensor<f32, (K, C)>,
+    w: Tensor<f32, (K, C, R, S)>,
     b: Tensor<f32, K>,
 ) -> Tensor<f32, (K, OH, OW)> {
-    let y: Tensor<f32, (K, OH, OW)> = compute(|k, h, v| sum(|c| x[c][h * 2][v * 2] * w[k][c]));
+    let y: Tensor<f32, (K, OH, OW)> =
+        compute(|k, h, v| sum(|c| x[c][h * 2][v * 2] * w[k][c][0][0]));
     compute(|k, h, v| y[k][h][v] + b[k])
-}
-
-/// [`conv3x3_relu`] over pre-blocked weights (stages 3 and 4).
-#[tensor_op(
-    R = 3,
-    S = 3,
-    L = 16,
-    specialize(C = 256, H = 14, W = 14, KB = 16),
-    specialize(C = 512, H = 7, W = 7, KB = 32)
-)]
-pub fn conv3x3_relu_kb(
-    x: Tensor<f32, (C, H, W)>,
-    w: Tensor<f32, (KB, C, R, S, L)>,
-    b: Tensor<f32, (KB, L)>,
-) -> Tensor<f32, (KB, L, H, W)> {
-    let y: Tensor<f32, (KB, L, H, W)> = compute(|kb, l, h, v| {
-        sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[kb][c][r][s][l])
-    });
-    compute(|kb, l, h, v| max(y[kb][l][h][v] + b[kb][l], 0.0))
-}
-
-/// [`conv3x3_add_relu`] over pre-blocked weights (stages 3 and 4).
-#[tensor_op(
-    R = 3,
-    S = 3,
-    L = 16,
-    specialize(C = 256, H = 14, W = 14, KB = 16),
-    specialize(C = 512, H = 7, W = 7, KB = 32)
-)]
-pub fn conv3x3_add_relu_kb(
-    x: Tensor<f32, (C, H, W)>,
-    w: Tensor<f32, (KB, C, R, S, L)>,
-    b: Tensor<f32, (KB, L)>,
-    shortcut: Tensor<f32, (KB, L, H, W)>,
-) -> Tensor<f32, (KB, L, H, W)> {
-    let y: Tensor<f32, (KB, L, H, W)> = compute(|kb, l, h, v| {
-        sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[kb][c][r][s][l])
-    });
-    compute(|kb, l, h, v| max(y[kb][l][h][v] + b[kb][l] + shortcut[kb][l][h][v], 0.0))
-}
-
-/// [`conv3x3s2_relu`] over pre-blocked weights (stages 3 and 4).
-#[tensor_op(
-    R = 3,
-    S = 3,
-    L = 16,
-    OH = (H + 2 - 3) / 2 + 1,
-    OW = (W + 2 - 3) / 2 + 1,
-    specialize(C = 128, H = 28, W = 28, KB = 16),
-    specialize(C = 256, H = 14, W = 14, KB = 32)
-)]
-pub fn conv3x3s2_relu_kb(
-    x: Tensor<f32, (C, H, W)>,
-    w: Tensor<f32, (KB, C, R, S, L)>,
-    b: Tensor<f32, (KB, L)>,
-) -> Tensor<f32, (KB, L, OH, OW)> {
-    let y: Tensor<f32, (KB, L, OH, OW)> = compute(|kb, l, h, v| {
-        sum(|c, r, s| x.pad(0.0)[c][h * 2 + r - 1][v * 2 + s - 1] * w[kb][c][r][s][l])
-    });
-    compute(|kb, l, h, v| max(y[kb][l][h][v] + b[kb][l], 0.0))
-}
-
-/// [`conv1x1s2_bias`] over pre-blocked weights (stages 3 and 4).
-#[tensor_op(
-    L = 16,
-    OH = (H - 1) / 2 + 1,
-    OW = (W - 1) / 2 + 1,
-    specialize(C = 128, H = 28, W = 28, KB = 16),
-    specialize(C = 256, H = 14, W = 14, KB = 32)
-)]
-pub fn conv1x1s2_bias_kb(
-    x: Tensor<f32, (C, H, W)>,
-    w: Tensor<f32, (KB, C, L)>,
-    b: Tensor<f32, (KB, L)>,
-) -> Tensor<f32, (KB, L, OH, OW)> {
-    let y: Tensor<f32, (KB, L, OH, OW)> =
-        compute(|kb, l, h, v| sum(|c| x[c][h * 2][v * 2] * w[kb][c][l]));
-    compute(|kb, l, h, v| y[kb][l][h][v] + b[kb][l])
 }
 
 /// conv 1×1, stride 1, + bias. Not in ResNet-18 itself: layer C3 of the benchmark
 /// table of the AutoTVM paper, timed by `--layers` only.
-#[tensor_op(specialize(C = 64, H = 56, W = 56, K = 64))]
+#[tensor_op(constant(w, b), R = 1, S = 1, specialize(C = 64, H = 56, W = 56, K = 64))]
 pub fn conv1x1_bias(
     x: Tensor<f32, (C, H, W)>,
-    w: Tensor<f32, (K, C)>,
+    w: Tensor<f32, (K, C, R, S)>,
     b: Tensor<f32, K>,
 ) -> Tensor<f32, (K, H, W)> {
-    let y: Tensor<f32, (K, H, W)> = compute(|k, h, v| sum(|c| x[c][h][v] * w[k][c]));
+    let y: Tensor<f32, (K, H, W)> = compute(|k, h, v| sum(|c| x[c][h][v] * w[k][c][0][0]));
     compute(|k, h, v| y[k][h][v] + b[k])
 }
 
@@ -214,7 +151,7 @@ pub fn global_avg_pool(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, C> {
 }
 
 /// The classifier: dense 512 → 1000 + bias.
-#[tensor_op(specialize(K = 512, N = 1000))]
+#[tensor_op(constant(w, b), specialize(K = 512, N = 1000))]
 pub fn dense_bias(x: Tensor<f32, K>, w: Tensor<f32, (N, K)>, b: Tensor<f32, N>) -> Tensor<f32, N> {
     let y: Tensor<f32, N> = compute(|j| sum(|k| w[j][k] * x[k]));
     compute(|j| y[j] + b[j])

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# ResNet-18 end to end against ONNX Runtime, in alternating rounds: on a machine whose
+# speed drifts from minute to minute (a shared VM), one pass of bench/peers.sh compares
+# figures taken minutes apart; here each round times the FMA peak, the example (network,
+# each operator call on its own, layers C1-C12), ONNX Runtime (network, layers) and
+# oneDNN (layers) back to back, at 1 and 2 threads, and the report gives every round's
+# ratios and their medians. Writes bench/results/network-<time>.log.
+#   ROUNDS=3 bash bench/network.sh
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
+PEERS="${PEERS:-$ROOT/../shared/peers}"
+BUILD=/tmp/autotune-peers
+VENV="${VENV:-/tmp/autotune-peers-venv}"
+ROUNDS="${ROUNDS:-3}"
+LOG="${LOG:-$ROOT/bench/results/network-$(date +%Y%m%d-%H%M%S).log}"
+mkdir -p "$BUILD" "$(dirname "$LOG")"
+
+need=()
+for p in libdnnl-dev python3-venv; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+if ((${#need[@]})); then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+fi
+if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
+fi
+# Everything is built before anything is timed.
+gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
+(cd "$ROOT" && AUTOTUNE=locked cargo build --release -q -p resnet18)
+RESNET="$TARGET_DIR/release/resnet18"
+"$RESNET" --threads 1 --export "$BUILD/model" > /dev/null
+LAYERS="$(python3 "$ROOT/bench/resnet18_layers.py")"
+
+exec > >(tee "$LOG") 2>&1
+echo "# network rounds $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), $ROUNDS rounds"
+lscpu | grep -E 'Model name|^CPU\(s\)'
+echo "cpuid: $(grep -m1 'cpu family' /proc/cpuinfo | tr -dc 0-9)-$(grep -m1 '^model\s' /proc/cpuinfo | tr -dc 0-9)"
+for round in $(seq "$ROUNDS"); do
+  for nt in 1 2; do
+    if [ $nt = 1 ]; then PIN="taskset -c 1"; else PIN="taskset -c 0,1"; fi
+    echo "## round $round, $nt thread(s), load $(cut -d' ' -f1 /proc/loadavg)"
+    $BUILD/peak $nt | grep fma512
+    $PIN "$RESNET" --layers --threads $nt
+    $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$BUILD/model" $nt
+    OMP_NUM_THREADS=$nt OMP_PROC_BIND=true OMP_PLACES=cores $PIN $BUILD/dnnl_conv direct $LAYERS
+  done
+done
+python3 "$ROOT/bench/network_report.py" "$LOG"
