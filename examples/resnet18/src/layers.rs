@@ -47,8 +47,7 @@ pub fn all() -> Vec<Layer> {
                     (
                         stringify!($op),
                         Box::new(move || {
-                            ops::$op((&x, [c, h, h]), &w, &b, (&mut y, [k, o, o]))
-                                .expect("shapes");
+                            ops::$op((&x, [c, h, h]), &w, &b, (&mut y, [k, o, o])).expect("shapes");
                         }) as Box<dyn FnMut()>,
                     )
                 };

@@ -134,7 +134,12 @@ pub fn conv1x1s2_bias(
 
 /// conv 1×1, stride 1, + bias. Not in ResNet-18 itself: layer C3 of the benchmark
 /// table of the AutoTVM paper, timed by `--layers` only.
-#[tensor_op(constant(w, b), R = 1, S = 1, specialize(C = 64, H = 56, W = 56, K = 64))]
+#[tensor_op(
+    constant(w, b),
+    R = 1,
+    S = 1,
+    specialize(C = 64, H = 56, W = 56, K = 64)
+)]
 pub fn conv1x1_bias(
     x: Tensor<f32, (C, H, W)>,
     w: Tensor<f32, (K, C, R, S)>,
