@@ -1,5 +1,5 @@
 # Shared by the bench scripts: sourced after they set ROOT (and, for
-# build_peers, PEERS and BUILD).
+# build_peers, PEERS and BUILD; for install_peers, VENV).
 
 # Where cargo puts builds: CARGO_TARGET_DIR where it is set, else target/.
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -13,6 +13,20 @@ autotune_cli() {
         CARGO_AUTOTUNE="$TARGET_DIR/release/cargo-autotune"
     fi
     AT="$CARGO_AUTOTUNE autotune"
+}
+
+# Installs what the peers need where it is missing: the Debian packages named, and
+# ONNX Runtime in the virtual environment $VENV.
+install_peers() {
+    local need=() p
+    for p in "$@" python3-venv; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+    if ((${#need[@]})); then
+        apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+    fi
+    if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
+        python3 -m venv "$VENV"
+        "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
+    fi
 }
 
 # Builds the peers' programs into $BUILD: the FMA peak probe, GEMM with

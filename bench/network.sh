@@ -16,15 +16,7 @@ ROUNDS="${ROUNDS:-3}"
 LOG="${LOG:-$ROOT/bench/results/network-$(date +%Y%m%d-%H%M%S).log}"
 mkdir -p "$BUILD" "$(dirname "$LOG")"
 
-need=()
-for p in libdnnl-dev python3-venv; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
-if ((${#need[@]})); then
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
-fi
-if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
-fi
+install_peers libdnnl-dev
 # Everything is built before anything is timed.
 gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
 g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl

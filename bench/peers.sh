@@ -19,15 +19,7 @@ VENV="${VENV:-/tmp/autotune-peers-venv}"
 OUT="${OUT:-$ROOT/bench/results/peers-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$BUILD" "$OUT"
 
-need=()
-for p in libopenblas-dev libdnnl-dev python3-venv; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
-if ((${#need[@]})); then
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
-fi
-if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
-fi
+install_peers libopenblas-dev libdnnl-dev
 
 build_peers conv
 autotune_cli
