@@ -10,7 +10,7 @@ import re
 import statistics
 import sys
 
-from resnet18_layers import LAYERS
+from resnet18_layers import LAYERS, figures, num
 
 text = open(sys.argv[1]).read()
 rounds = re.split(r"^## round (\d+), (\d) thread\(s\).*$", text, flags=re.M)
@@ -18,25 +18,15 @@ by_threads = {}  # threads -> list of per-round dicts
 for i in range(1, len(rounds), 3):
     nt, sec = int(rounds[i + 1]), rounds[i + 2]
 
-    def num(pattern):
-        m = re.search(pattern, sec)
-        return float(m.group(1)) if m else None
-
+    fig = figures(sec, nt)
     r = {
-        "peak": num(r"fma512_zmm GFLOP/s total min=[\d.]+ median=([\d.]+)"),
-        "ours": num(rf"network threads={nt}:\s+([\d.]+) ms"),
-        "ort": num(rf"RESULT ort net threads={nt} ms=([\d.]+)"),
-        "ratio_nodes": num(rf"nodes threads={nt}: the pass [\d.]+ ms is ([\d.]+)x"),
-        "layers": {},
+        "peak": num(r"fma512_zmm GFLOP/s total min=[\d.]+ median=([\d.]+)", sec),
+        "ours": fig["ours_ms"],
+        "ort": fig["ort_ms"],
+        "ratio_nodes": num(rf"nodes threads={nt}: the pass [\d.]+ ms is ([\d.]+)x", sec),
+        # (the example's GFLOP/s, oneDNN's, ONNX Runtime's)
+        "layers": {n: (f["ours"], f["onednn"], f["ort"]) for n, f in fig["layers"].items()},
     }
-    for name, c, h, k, rr, stride, pad, _ in LAYERS:
-        ours = num(rf"layer {name} threads={nt}:\s+[\d.]+ ms\s+([\d.]+) GFLOP/s")
-        ort = num(rf"RESULT ort layer {name} threads={nt} ms=[\d.]+ gflops=([\d.]+)")
-        dnnl = num(
-            rf"RESULT conv peer=onednn-direct threads={nt} C={c} H={h} W={h} K={k} R={rr} S={rr} "
-            rf"stride={stride} pad={pad} gflops_med=([\d.]+)"
-        )
-        r["layers"][name] = (ours, dnnl, ort)
     by_threads.setdefault(nt, []).append(r)
 
 

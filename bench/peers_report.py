@@ -7,16 +7,11 @@ fastest peer of the row (above 1.00× autotune is faster).
 """
 import re
 import sys
-from resnet18_layers import LAYERS
+from resnet18_layers import LAYERS, figures, num
 
 text = open(f"{sys.argv[1]}/run.log").read()
 sections = re.split(r"^## (\d) thread\(s\)$", text, flags=re.M)
 SHAPES = ["256x256x256", "512x512x512", "1024x1024x1024", "127x255x511", "1x4096x4096", "16x4096x4096"]
-
-
-def num(pattern, sec):
-    m = re.search(pattern, sec)
-    return float(m.group(1)) if m else None
 
 
 def fmt(x):
@@ -49,17 +44,13 @@ for i in range(1, len(sections), 2):
     print(f"\n### ResNet-18 conv layers, {nt} thread{plural} (GFLOP/s over padded taps; autotune ms)\n")
     print("| layer | C→K, H, R/stride | autotune | ms | im2col+OpenBLAS | oneDNN | ONNX Runtime | autotune vs best peer |")
     print("|---|---|---|---|---|---|---|---|")
+    fig = figures(sec, nt)
     for name, c, h, k, r, st, pad, _ in LAYERS:
-        m = re.search(rf"layer {name} threads={nt}:\s+([\d.]+) ms\s+([\d.]+) GFLOP/s", sec)
-        ms, a = (float(m.group(1)), float(m.group(2))) if m else (None, None)
-        key = rf"threads={nt} C={c} H={h} W={h} K={k} R={r} S={r} stride={st} pad={pad} gflops_med=([\d.]+)"
-        i2c = num(r"peer=im2col_openblas " + key, sec)
-        dnn = num(r"peer=onednn-direct " + key, sec)
-        ort = num(rf"RESULT ort layer {name} threads={nt} ms=[\d.]+ gflops=([\d.]+)", sec)
+        f = fig["layers"][name]
+        ms, a, i2c, dnn, ort = f["ms"], f["ours"], f["im2col"], f["onednn"], f["ort"]
         print(f"| {name} | {c}→{k}, {h}², {r}×{r}/{st} | **{fmt(a)}** | {ms:.3f} | {fmt(i2c)} | {fmt(dnn)} | {fmt(ort)} | {ratio(a, [i2c, dnn, ort])} |")
 
-    ours = num(rf"network threads={nt}:\s+([\d.]+) ms", sec)
-    ort = num(rf"RESULT ort net threads={nt} ms=([\d.]+)", sec)
+    ours, ort = fig["ours_ms"], fig["ort_ms"]
     print(f"\n**ResNet-18 end to end, {nt} thread{plural}:** autotune **{ours:.2f} ms**, "
           f"ONNX Runtime {ort:.2f} ms: autotune {ort / ours:.2f}× ONNX Runtime's speed.")
 
