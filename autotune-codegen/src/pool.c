@@ -15,11 +15,11 @@
  *
  *   int32_t P_parallel_for(int64_t n, void (*body)(void *ctx, int64_t begin, int64_t end),
  *                          void *ctx);
- *       Runs body(ctx, begin, end) over disjoint chunks covering [0, n) and returns when
- *       all are done. It splits [0, n) into t = min(n, P_num_threads()) contiguous chunks,
- *       chunk i = [i*n/t, (i+1)*n/t), and runs them on up to t threads, the caller
- *       included. n <= 0 calls nothing; n == 1 or one thread calls body(ctx, 0, n) on the
- *       caller. It never fails and always returns 0 (the int32_t return matches the kernel
+ *       Runs body(ctx, begin, end) over disjoint contiguous chunks covering [0, n) and
+ *       returns when all are done, on up to t = min(n, P_num_threads()) threads, the
+ *       caller included. Chunks are claimed in order, each of max(1, r / (2t)) iterations
+ *       where r is what is left unclaimed (a guided schedule). n <= 0 calls nothing;
+ *       n == 1 or one thread calls body(ctx, 0, n) on the caller. It never fails and always returns 0 (the int32_t return matches the kernel
  *       ABI and leaves room for errors): if worker threads cannot be started, the
  *       chunks run on the threads that exist, at worst all on the caller.
  *       - Nested calls (body calling P_parallel_for) run serially on the calling thread,
@@ -44,9 +44,15 @@
  * back-to-back calls skip the sleep/wake round trip. A call publishes a job (body, ctx, n,
  * t) under `pool_mutex` and bumps the generation counter; workers that see the new
  * generation join the job under the same mutex, and then everyone, the caller included,
- * claims chunk indices from an atomic counter until none are left. The chunk boundaries
- * are fixed (static schedule); only which thread runs which chunk is decided at run time,
- * so a late-waking worker costs nothing: the caller simply runs more chunks itself.
+ * claims chunks from an atomic counter until none are left. Chunks shrink as the loop
+ * runs out (guided): the first are large, so claiming costs nothing against the work, and
+ * the last are single iterations, so threads finish together even when one of them runs
+ * slower. That happens on shared VMs, where one vCPU can run at half speed for seconds:
+ * with one fixed chunk per thread, a 2-thread ResNet-18 pass ran at the slow vCPU's pace,
+ * slower than on one thread (docs/performance.md). A late-waking worker costs nothing
+ * either: the caller simply runs more chunks itself. The parallel loops of kernels are
+ * spatial (each iteration writes its own outputs), so chunk boundaries, which now depend
+ * on timing, never change a result.
  *
  * Memory ordering. Job fields are written and read only under `pool_mutex`. A worker
  * leaves a job by decrementing `pool_active` with release semantics after its last body
@@ -104,10 +110,10 @@ static int pool_job_open = 0;        /* workers may join only while this is set 
 static pool_body_fn pool_job_body = 0;
 static void *pool_job_ctx = 0;
 static int64_t pool_job_n = 0;
-static int64_t pool_job_chunks = 0;
-static int pool_job_slots = 0; /* workers that may still join (chunks - 1 at most) */
+static int64_t pool_job_threads = 0;
+static int pool_job_slots = 0; /* workers that may still join (threads - 1 at most) */
 
-static int64_t pool_next_chunk = 0; /* next chunk index to claim; __atomic_* */
+static int64_t pool_next = 0; /* first iteration not claimed yet; __atomic_* */
 static int pool_active = 0;         /* workers inside the job; __atomic_* */
 
 /* Worker threads started so far (only touched by the caller holding pool_call_mutex). */
@@ -177,17 +183,20 @@ static void pool_init(void) {
     __atomic_store_n(&pool_threads, (int32_t)t, __ATOMIC_RELAXED);
 }
 
-/* Start of chunk i of t over [0, n): floor(i * n / t), computed without overflowing. */
-static int64_t pool_chunk_begin(int64_t n, int64_t t, int64_t i) {
-    return i * (n / t) + i * (n % t) / t;
-}
-
-/* Claims and runs chunks of the current job until none are left. */
+/* Claims and runs chunks of the current job, of n iterations on t threads, until none are
+   left: each chunk is 1/(2t) of what is left, at least one iteration. */
 static void pool_run_chunks(pool_body_fn body, void *ctx, int64_t n, int64_t t) {
+    int64_t begin = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
     for (;;) {
-        int64_t i = __atomic_fetch_add(&pool_next_chunk, 1, __ATOMIC_RELAXED);
-        if (i >= t) return;
-        body(ctx, pool_chunk_begin(n, t, i), pool_chunk_begin(n, t, i + 1));
+        if (begin >= n) return;
+        int64_t size = (n - begin) / (2 * t);
+        if (size < 1) size = 1;
+        /* On failure, begin is reloaded with the counter's value and we try again. */
+        if (__atomic_compare_exchange_n(&pool_next, &begin, begin + size, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            body(ctx, begin, begin + size);
+            begin = __atomic_load_n(&pool_next, __ATOMIC_RELAXED);
+        }
     }
 }
 
@@ -214,7 +223,7 @@ static void *pool_worker_main(void *arg) {
         __atomic_add_fetch(&pool_active, 1, __ATOMIC_RELAXED);
         pool_body_fn body = pool_job_body;
         void *ctx = pool_job_ctx;
-        int64_t n = pool_job_n, t = pool_job_chunks;
+        int64_t n = pool_job_n, t = pool_job_threads;
         pthread_mutex_unlock(&pool_mutex);
 
         pool_run_chunks(body, ctx, n, t);
@@ -285,10 +294,10 @@ int32_t AUTOTUNE_POOL_PREFIX_parallel_for(int64_t n, pool_body_fn body, void *ct
     pool_job_body = body;
     pool_job_ctx = ctx;
     pool_job_n = n;
-    pool_job_chunks = t;
+    pool_job_threads = t;
     pool_job_slots = (int)t - 1;
     pool_job_open = 1;
-    __atomic_store_n(&pool_next_chunk, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool_next, 0, __ATOMIC_RELAXED);
     __atomic_add_fetch(&pool_generation, 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&pool_work_cond);
     pthread_mutex_unlock(&pool_mutex);
@@ -305,7 +314,7 @@ int32_t AUTOTUNE_POOL_PREFIX_parallel_for(int64_t n, pool_body_fn body, void *ct
     }
     pthread_mutex_lock(&pool_mutex);
     /* Close the job first: a worker that joins now would find no chunk, but it would still
-       be claiming from pool_next_chunk when the next call resets it. */
+       be claiming from pool_next when the next call resets it. */
     pool_job_open = 0;
     while (__atomic_load_n(&pool_active, __ATOMIC_ACQUIRE) != 0)
         pthread_cond_wait(&pool_done_cond, &pool_mutex);
