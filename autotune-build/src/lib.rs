@@ -13,8 +13,9 @@
 //!
 //! Modules: [`settings`] (every environment and manifest input, in one
 //! place), [`cache`] (the tuning cache), `configs` (which config each
-//! specialisation gets) and, with the `tune` feature, `tuning` (tuning a
-//! miss with `autotune-tune`). The API of this crate is [`Builder`], [`Mode`],
+//! specialisation gets), `objects` (compiling the C, with each file's
+//! object kept by content in the target directory) and, with the `tune`
+//! feature, `tuning` (tuning a miss with `autotune-tune`). The API of this crate is [`Builder`], [`Mode`],
 //! [`Error`] and the cache; parsing comes from `autotune-lang`, shared with
 //! the `#[tensor_op]` macro.
 //!
@@ -26,6 +27,7 @@
 pub mod cache;
 mod configs;
 pub mod error;
+mod objects;
 mod report;
 pub mod settings;
 #[cfg(feature = "tune")]
@@ -33,7 +35,7 @@ mod tuning;
 
 use std::path::{Path, PathBuf};
 
-use autotune_codegen::runtime::{runtime_c, C_FLAGS, OPT_LEVEL, RUNTIME_C};
+use autotune_codegen::runtime::{runtime_c, RUNTIME_C};
 use autotune_codegen::GenericSchedule;
 use autotune_lang::mangle;
 use autotune_lang::Operator;
@@ -160,9 +162,10 @@ impl Builder {
             c_files.push(path);
         }
         if !c_files.is_empty() {
-            compile_c(
+            objects::compile(
                 &c_files,
                 &format!("autotune_kernels_{}", mangle::sanitize(&pkg.name)),
+                objects::cache_dir(&settings.out_dir).as_deref(),
             )?;
         }
         for s in &ops {
@@ -213,28 +216,6 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
     }
     std::fs::write(path, text).map_err(|source| Error::Write {
         path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Compiles the kernels into `lib<name>.a` and tells cargo to link it. The flags
-/// are fixed here, not taken from the profile: kernels are always optimised.
-fn compile_c(files: &[PathBuf], name: &str) -> Result<(), Error> {
-    let mut build = cc::Build::new();
-    build.files(files).opt_level(OPT_LEVEL).warnings(true);
-    for f in C_FLAGS {
-        build.flag(f);
-    }
-    let compiler = build.try_get_compiler().map_err(|e| Error::NoCompiler {
-        detail: e.to_string(),
-    })?;
-    if let Err(e) = compiler.to_command().arg("--version").output() {
-        return Err(Error::NoCompiler {
-            detail: format!("`{}`: {e}", compiler.path().display()),
-        });
-    }
-    build.try_compile(name).map_err(|source| Error::Compile {
-        dir: files[0].parent().unwrap_or(Path::new(".")).to_path_buf(),
         source,
     })
 }

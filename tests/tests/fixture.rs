@@ -330,6 +330,19 @@ fn out_of_tree_crate() {
         "a cache hit measures nothing: {out}"
     );
     let first = generated();
+    // The kernel objects, kept by content in the target directory.
+    let objects = || {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-target/autotune-objects");
+        let mut kept: Vec<_> = std::fs::read_dir(dir)
+            .expect("the build keeps its kernel objects")
+            .map(|e| e.unwrap().path())
+            .map(|p| (p.metadata().unwrap().modified().unwrap(), p))
+            .collect();
+        kept.sort();
+        kept
+    };
+    let kept = objects();
+    assert!(!kept.is_empty());
     let clean = cargo(&good, &["clean", "-p", "fixture-user"], &[]);
     assert!(clean.status.success(), "{}", text(&clean));
     let build = cargo(&good, &["build"], &[("AUTOTUNE", "locked")]);
@@ -338,6 +351,11 @@ fn out_of_tree_crate() {
         first,
         generated(),
         "a replayed build generates the same source"
+    );
+    assert_eq!(
+        kept,
+        objects(),
+        "the same source is not compiled again: its objects are reused, not rewritten"
     );
 
     // A malformed operator: the build script names the file, line and column.

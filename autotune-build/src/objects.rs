@@ -1,0 +1,160 @@
+//! Compiling the generated C into the static library cargo links, with each
+//! kernel file's object kept by content in the target directory
+//! (`<target>/autotune-objects/`).
+//!
+//! Why: kernels are always compiled at `-O3`, whatever the profile, and a large
+//! operator file takes a core tens of seconds. Without this, `cargo check`,
+//! `cargo build`, `cargo build --release` and `cargo test` each compile every
+//! kernel again, and so does any build after the package moves or its build
+//! script reruns for an unrelated reason. An object is found by a hash of its
+//! C text and of the compiler's identity (path, `--version`, every argument
+//! `cc` passes, environment flags included), so a changed kernel, compiler or
+//! flag is a miss, never a stale object. Objects are written to a temporary
+//! name and renamed into place, so concurrent builds never see half of one.
+//! Misses are compiled by `cc`, in parallel within cargo's jobserver.
+
+use std::path::{Path, PathBuf};
+
+use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
+use autotune_lang::mangle::fnv1a;
+
+use crate::Error;
+
+/// Where compiled kernel objects are kept: in the target directory that
+/// `out_dir` belongs to, found as the first ancestor holding cargo's
+/// `CACHEDIR.TAG`; none outside one (then every build compiles).
+pub fn cache_dir(out_dir: &Path) -> Option<PathBuf> {
+    out_dir
+        .ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map(|d| d.join("autotune-objects"))
+}
+
+/// Compiles `files` into `lib<name>.a` and tells cargo to link it, taking the
+/// object of a file from `cache` where an identical compile left one. The
+/// flags are fixed here, not taken from the profile: kernels are always
+/// optimised.
+pub fn compile(files: &[PathBuf], name: &str, cache: Option<&Path>) -> Result<(), Error> {
+    let mut build = cc::Build::new();
+    build.opt_level(OPT_LEVEL).warnings(true);
+    for f in C_FLAGS {
+        build.flag(f);
+    }
+    let compiler = build.try_get_compiler().map_err(|e| Error::NoCompiler {
+        detail: e.to_string(),
+    })?;
+    let version = compiler
+        .to_command()
+        .arg("--version")
+        .output()
+        .map_err(|e| Error::NoCompiler {
+            detail: format!("`{}`: {e}", compiler.path().display()),
+        })?;
+    let identity = format!(
+        "{:?} {:?} {}",
+        compiler.path(),
+        compiler.args(),
+        String::from_utf8_lossy(&version.stdout)
+    );
+    let dir = files
+        .first()
+        .and_then(|f| f.parent())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let compile_err = |source| Error::Compile {
+        dir: dir.clone(),
+        source,
+    };
+
+    // Each file's object in the cache, if the cache has it.
+    let mut objects = Vec::with_capacity(files.len());
+    let mut misses = Vec::new();
+    for file in files {
+        let text = std::fs::read(file).map_err(|source| Error::Read {
+            path: file.clone(),
+            source,
+        })?;
+        let kept = cache.map(|c| c.join(object_name(&identity, &text)));
+        match kept {
+            Some(k) if k.is_file() => objects.push(k),
+            _ => {
+                misses.push((file, kept));
+                objects.push(PathBuf::new()); // filled in below
+            }
+        }
+    }
+    if !misses.is_empty() {
+        let mut fresh = build.clone();
+        fresh.files(misses.iter().map(|(f, _)| f));
+        let compiled = fresh.try_compile_intermediates().map_err(compile_err)?;
+        let mut slots = objects.iter_mut().filter(|o| o.as_os_str().is_empty());
+        for ((_, kept), object) in misses.iter().zip(compiled) {
+            let slot = slots.next().expect("one empty slot per miss");
+            if let Some(kept) = kept {
+                keep(&object, kept);
+            }
+            *slot = object;
+        }
+    }
+    let library = build
+        .try_create_archive(name, &objects)
+        .map_err(compile_err)?;
+    cc::try_emit_link_directives(&build, &library).map_err(compile_err)
+}
+
+/// The file name of an object: a hash of the compiler's identity and the C
+/// text, and the text's length.
+fn object_name(identity: &str, text: &[u8]) -> String {
+    let mut key = identity.as_bytes().to_vec();
+    key.push(0);
+    key.extend_from_slice(text);
+    format!("{:016x}-{}.o", fnv1a(&key), text.len())
+}
+
+/// Copies a fresh object into the cache (to a temporary name, then renamed, so
+/// a concurrent build sees all of it or none). A cache that cannot be written
+/// costs only the next build's compile, so failures are ignored.
+fn keep(object: &Path, kept: &Path) {
+    let Some(dir) = kept.parent() else { return };
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        kept.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let ok = std::fs::create_dir_all(dir).is_ok()
+        && std::fs::copy(object, &tmp).is_ok()
+        && std::fs::rename(&tmp, kept).is_ok();
+    if !ok {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_is_named_by_its_text_and_compiler() {
+        let name = object_name("gcc -O3", b"int f(void);");
+        assert_eq!(name, object_name("gcc -O3", b"int f(void);"));
+        assert_ne!(name, object_name("gcc -O3", b"int g(void);"));
+        assert_ne!(name, object_name("gcc -O2", b"int f(void);"));
+        // The boundary between identity and text is part of the key.
+        assert_ne!(object_name("ab", b"c"), object_name("a", b"bc"));
+    }
+
+    #[test]
+    fn objects_live_in_the_target_directory() {
+        let target = std::env::temp_dir().join(format!("autotune-objects-{}", std::process::id()));
+        let out = target.join("release/build/pkg-0123/out");
+        std::fs::create_dir_all(&out).unwrap();
+        assert_eq!(cache_dir(&out), None, "no target directory, no cache");
+        std::fs::write(
+            target.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        assert_eq!(cache_dir(&out), Some(target.join("autotune-objects")));
+        std::fs::remove_dir_all(&target).unwrap();
+    }
+}
