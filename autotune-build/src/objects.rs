@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
 use autotune_lang::mangle::fnv1a;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Where compiled kernel objects are kept: in the target directory that
 /// `out_dir` belongs to, found as the first ancestor holding cargo's
