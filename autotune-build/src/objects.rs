@@ -66,36 +66,47 @@ pub fn compile(files: &[PathBuf], name: &str, cache: Option<&Path>) -> Result<()
         source,
     };
 
-    // Each file's object in the cache, if the cache has it.
-    let mut objects = Vec::with_capacity(files.len());
-    let mut misses = Vec::new();
+    // Per file, decided once: its kept object (Ok), or a miss and where to keep
+    // its object once compiled (Err).
+    let mut found = Vec::with_capacity(files.len());
     for file in files {
         let text = std::fs::read(file).map_err(|source| Error::Read {
             path: file.clone(),
             source,
         })?;
-        let kept = cache.map(|c| c.join(object_name(&identity, &text)));
-        match kept {
-            Some(k) if k.is_file() => objects.push(k),
-            _ => {
-                misses.push((file, kept));
-                objects.push(PathBuf::new()); // filled in below
-            }
-        }
+        found.push(match cache.map(|c| c.join(object_name(&identity, &text))) {
+            Some(k) if k.is_file() => Ok(k),
+            k => Err(k),
+        });
     }
-    if !misses.is_empty() {
+    let mut compiled = Vec::new().into_iter();
+    if found.iter().any(Result::is_err) {
         let mut fresh = build.clone();
-        fresh.files(misses.iter().map(|(f, _)| f));
-        let compiled = fresh.try_compile_intermediates().map_err(compile_err)?;
-        let mut slots = objects.iter_mut().filter(|o| o.as_os_str().is_empty());
-        for ((_, kept), object) in misses.iter().zip(compiled) {
-            let slot = slots.next().expect("one empty slot per miss");
-            if let Some(kept) = kept {
-                keep(&object, kept);
-            }
-            *slot = object;
-        }
+        fresh.files(
+            files
+                .iter()
+                .zip(&found)
+                .filter(|(_, f)| f.is_err())
+                .map(|(file, _)| file),
+        );
+        compiled = fresh
+            .try_compile_intermediates()
+            .map_err(compile_err)?
+            .into_iter();
     }
+    // `cc` returns the objects in the order of its files.
+    let objects: Vec<PathBuf> = found
+        .into_iter()
+        .map(|f| {
+            f.unwrap_or_else(|kept| {
+                let object = compiled.next().expect("one object per compiled file");
+                if let Some(kept) = kept {
+                    keep(&object, &kept);
+                }
+                object
+            })
+        })
+        .collect();
     let library = build
         .try_create_archive(name, &objects)
         .map_err(compile_err)?;

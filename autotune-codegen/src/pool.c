@@ -19,9 +19,10 @@
  *       returns when all are done, on up to t = min(n, P_num_threads()) threads, the
  *       caller included. Chunks are claimed in order, each of max(1, r / (2t)) iterations
  *       where r is what is left unclaimed (a guided schedule). n <= 0 calls nothing;
- *       n == 1 or one thread calls body(ctx, 0, n) on the caller. It never fails and always returns 0 (the int32_t return matches the kernel
- *       ABI and leaves room for errors): if worker threads cannot be started, the
- *       chunks run on the threads that exist, at worst all on the caller.
+ *       n == 1 or one thread calls body(ctx, 0, n) on the caller. It never fails and
+ *       always returns 0 (the int32_t return matches the kernel ABI and leaves room for
+ *       errors): if worker threads cannot be started, the chunks run on the threads that
+ *       exist, at worst all on the caller.
  *       - Nested calls (body calling P_parallel_for) run serially on the calling thread,
  *         as body(ctx, 0, n); they never deadlock.
  *       - Concurrent calls from different threads are safe: the pool serves one call at

@@ -19,14 +19,13 @@ void t_set_num_threads(int32_t n);
 
 #define MAX_N 5000
 static int visits[MAX_N];
-static int64_t chunks, largest, bad;
+static int64_t largest, bad;
 
 static void body(void *ctx, int64_t begin, int64_t end) {
     (void)ctx;
     if (begin < 0 || end <= begin || end > MAX_N) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
     for (int64_t i = begin; i < end && i >= 0 && i < MAX_N; i++)
         __atomic_add_fetch(&visits[i], 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&chunks, 1, __ATOMIC_RELAXED);
     int64_t size = end - begin, seen = __atomic_load_n(&largest, __ATOMIC_RELAXED);
     while (size > seen &&
            !__atomic_compare_exchange_n(&largest, &seen, size, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -41,7 +40,7 @@ int main(void) {
             for (int rep = 0; rep < 20; rep++) {
                 int64_t n = sizes[s];
                 for (int64_t i = 0; i < MAX_N; i++) visits[i] = 0;
-                chunks = 0, largest = 0, bad = 0;
+                largest = 0, bad = 0;
                 t_parallel_for(n, body, 0);
                 for (int64_t i = 0; i < MAX_N; i++) {
                     if (visits[i] != (i < n)) {
@@ -54,8 +53,8 @@ int main(void) {
                     printf("t=%d n=%lld: a chunk out of [0, n)\n", t, (long long)n);
                     return 1;
                 }
+                /* Below 2t iterations every chunk is one iteration; one thread runs one. */
                 int64_t limit = t == 1 || n < 2 * t ? n : n / (2 * t);
-                if (limit < 1) limit = n < 1 ? 0 : 1;
                 if (largest > limit) {
                     printf("t=%d n=%lld: a chunk of %lld iterations (at most %lld)\n", t,
                            (long long)n, (long long)largest, (long long)limit);
