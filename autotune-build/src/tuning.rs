@@ -153,13 +153,17 @@ pub(crate) fn tune_one(
         });
     };
     warn(&format!(
-        "tuned {} in {:.1} s with {}: {} trials, {:.2} GFLOP/s (default schedule {:.2}){}",
+        "tuned {} in {:.1} s with {}: {} trials, {:.2} GFLOP/s (default schedule {:.2}){}{}",
         w.key(),
         summary.elapsed.as_secs_f64(),
         report.tuner,
         summary.trials,
         gflops,
         summary.default_gflops.unwrap_or(0.0),
+        summary
+            .confirmation
+            .as_ref()
+            .map_or(String::new(), |c| format!("; {c}")),
         if all_cores {
             ""
         } else {

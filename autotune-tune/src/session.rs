@@ -57,6 +57,9 @@ pub struct TuneOptions {
     /// not compiled (deterministic, unlike the time limit).
     pub max_source_bytes: usize,
     pub timing: TimingOptions,
+    /// Most configs the winner is re-timed against before it is reported
+    /// ([`confirm`]); below 2, the best single measurement wins.
+    pub confirm: usize,
     /// Where batch programs are built.
     pub dir: PathBuf,
     /// Record log to resume from and append to.
@@ -82,6 +85,7 @@ impl Default for TuneOptions {
                 samples: 5,
                 ..TimingOptions::default()
             },
+            confirm: 4,
             dir: PathBuf::from("target/autotune/tune"),
             log: None,
             seed: 1,
@@ -110,7 +114,48 @@ pub struct Summary {
     pub tuner: Duration,
     /// Best throughput after each trial, in order (for tuning curves).
     pub curve: Vec<f64>,
+    /// How the winner was re-timed against its closest rivals, if it was.
+    pub confirmation: Option<Confirmation>,
 }
+
+/// The best configs of a run timed again, round-robin ([`confirm`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirmation {
+    /// Configs re-timed, the search's best among them.
+    pub contenders: usize,
+    /// The search's best, as measured in the search.
+    pub searched: f64,
+    /// The winner's median over the rounds (the figure `best` now holds).
+    pub confirmed: f64,
+    /// Whether a config other than the search's best won.
+    pub changed: bool,
+    /// What the re-timing took (compiling the contenders included).
+    pub seconds: f64,
+}
+
+impl std::fmt::Display for Confirmation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the {} best configs re-timed {CONFIRM_ROUNDS} times each in {:.1} s: {} at {:.2} GFLOP/s (median); the search's best had measured {:.2} in its one trial",
+            self.contenders,
+            self.seconds,
+            if self.changed {
+                "a runner-up won"
+            } else {
+                "the search's best won"
+            },
+            self.confirmed,
+            self.searched
+        )
+    }
+}
+
+/// Configs measured within this share of the best are re-timed with it.
+pub const CONFIRM_WITHIN: f64 = 0.10;
+
+/// Rounds of the re-timing; each times every contender once.
+pub const CONFIRM_ROUNDS: usize = 3;
 
 impl Summary {
     fn add(&mut self, r: &Record) {
@@ -142,6 +187,8 @@ pub fn tune(
         ..Summary::default()
     };
     let mut measured: HashSet<u128> = HashSet::new();
+    // Every config that ran, with its figure: what the winner is confirmed among.
+    let mut scored: Vec<(Config, f64)> = Vec::new();
     let default = space.default_config(&w.op, w.shapes());
     // Resume: earlier trials of this workload on this target, timed on this
     // CPU at this thread count, count. (Records that do not say their count or
@@ -167,6 +214,7 @@ pub fn tune(
                 }
                 summary.add(&r);
                 summary.resumed += 1;
+                scored.extend(r.gflops.map(|g| (r.config.clone(), g)));
             }
         }
         tuner.observe(&space, &observed);
@@ -233,6 +281,7 @@ pub fn tune(
             );
             let before = summary.best.as_ref().map(|b| b.1);
             summary.add(&r);
+            scored.extend(r.gflops.map(|g| (r.config.clone(), g)));
             if *i == default_index {
                 summary.default_gflops = r.gflops;
             }
@@ -254,11 +303,89 @@ pub fn tune(
         summary.tuner += t2.elapsed();
         let _ = std::fs::remove_dir_all(&batch.dir);
     }
+    let contenders = contenders(&scored, opts.confirm);
+    if contenders.len() > 1 {
+        let harness = match &mut harness {
+            Some(h) => h,
+            None => harness.insert(prepare(w, opts, &opts.dir.join("harness"))?),
+        };
+        if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders)? {
+            summary.best = Some((config, gflops));
+            summary.confirmation = Some(c);
+        }
+    }
     if let Some(h) = harness {
         let _ = std::fs::remove_dir_all(&h.dir);
     }
     summary.elapsed = start.elapsed();
     Ok(summary)
+}
+
+/// The configs the winner is re-timed against: the best of each config
+/// measured within [`CONFIRM_WITHIN`] of the best, at most `most`, best first.
+fn contenders(scored: &[(Config, f64)], most: usize) -> Vec<(Config, f64)> {
+    let mut best: BTreeMap<&Config, f64> = BTreeMap::new();
+    for (c, g) in scored {
+        let b = best.entry(c).or_insert(*g);
+        *b = b.max(*g);
+    }
+    let mut out: Vec<(Config, f64)> = best.into_iter().map(|(c, g)| (c.clone(), g)).collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let top = out.first().map_or(0.0, |b| b.1);
+    out.retain(|(_, g)| *g >= top * (1.0 - CONFIRM_WITHIN));
+    out.truncate(most);
+    out
+}
+
+/// Times `contenders` (best first) again, round-robin, [`CONFIRM_ROUNDS`]
+/// times each, and returns the one with the best median. On a shared host
+/// the best of many single measurements is as often the config timed in a
+/// calm moment as the fastest one (the winner's curse); interleaved rounds
+/// give every contender the same moments. A contender that fails now is
+/// left out; `None` where none ran.
+fn confirm(
+    w: &Workload,
+    harness: &Harness,
+    opts: &TuneOptions,
+    contenders: &[(Config, f64)],
+) -> Result<Option<(Config, f64, Confirmation)>, TuneError> {
+    let start = Instant::now();
+    let candidates: Vec<Candidate> = contenders
+        .iter()
+        .map(|(c, _)| Candidate::Config(c.clone()))
+        .collect();
+    let batch = harness.build(&candidates, &opts.dir.join("confirm"))?;
+    let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
+    for _ in 0..CONFIRM_ROUNDS {
+        for (k, times) in seconds.iter_mut().enumerate() {
+            match batch.time(k, &opts.timing) {
+                Ok(t) => times.push(t.median),
+                Err(e) if e.class() == ErrorClass::Harness => return Err(e.into()),
+                Err(_) => {}
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&batch.dir);
+    let winner = seconds
+        .iter_mut()
+        .enumerate()
+        .filter(|(_, t)| t.len() == CONFIRM_ROUNDS)
+        .map(|(k, t)| {
+            t.sort_by(f64::total_cmp);
+            (k, t[t.len() / 2])
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    Ok(winner.map(|(k, median)| {
+        let gflops = w.flops() / median / 1e9;
+        let c = Confirmation {
+            contenders: contenders.len(),
+            searched: contenders[0].1,
+            confirmed: gflops,
+            changed: k != 0,
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        (contenders[k].0.clone(), gflops, c)
+    }))
 }
 
 /// The measurement harness of a run in `dir`, for `opts`'s target and seed,
@@ -417,5 +544,42 @@ impl TuningSession<'_> {
             stats: tuner.stats(),
             notes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autotune_codegen::space::Value;
+
+    fn config(tile: i64) -> Config {
+        let mut c = Config::default();
+        c.0.insert("out.tile.i".parse().unwrap(), Value::Int(tile));
+        c
+    }
+
+    #[test]
+    fn contenders_are_the_distinct_configs_near_the_best() {
+        let scored = [
+            (config(1), 50.0),
+            (config(2), 100.0),
+            (config(3), 91.0),
+            (config(2), 80.0), // measured again: its best figure counts
+            (config(4), 89.9), // more than 10% behind
+            (config(5), 95.0),
+        ];
+        let got: Vec<(i64, f64)> = contenders(&scored, 4)
+            .into_iter()
+            .map(|(c, g)| {
+                (
+                    c.get("out.tile.i")
+                        .map_or(0, |v| v.to_string().parse().unwrap()),
+                    g,
+                )
+            })
+            .collect();
+        assert_eq!(got, [(2, 100.0), (5, 95.0), (3, 91.0)]);
+        assert_eq!(contenders(&scored, 2).len(), 2, "at most `most`");
+        assert!(contenders(&[], 4).is_empty());
     }
 }

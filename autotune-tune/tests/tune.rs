@@ -130,6 +130,56 @@ fn a_run_resumes_from_its_log() {
 }
 
 #[test]
+fn a_lucky_measurement_is_timed_again_before_it_wins() {
+    let w = workload(16, 24, 8);
+    let dir = scratch("tune-confirm");
+    let mut opts = options(&dir);
+    opts.confirm = 4;
+    // Two configs whose one measurement each claimed 1000 and 950 GFLOP/s,
+    // and a third far behind them: only the first two are contenders.
+    let space = Space::new(&w.op, w.shapes());
+    let claimed = [1000.0, 950.0, 10.0];
+    let configs: Vec<_> = (0..3)
+        .map(|i| space.config_at(space.size() / 5 * i))
+        .collect();
+    let log = opts.log.clone().unwrap();
+    for (config, gflops) in configs.iter().zip(claimed) {
+        let seconds = w.flops() / gflops / 1e9;
+        let timing = autotune_tune::measure::Timing {
+            median: seconds,
+            min: seconds,
+            max: seconds,
+        };
+        let r = record::Record::new(
+            &w,
+            &opts.target,
+            opts.timing.threads,
+            "lucky",
+            config.clone(),
+            Ok(timing),
+        );
+        record::append(&log, &r).unwrap();
+    }
+    opts.trials = 3;
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!((s.trials, s.resumed), (3, 3), "nothing left to measure");
+    let c = s.confirmation.expect("the two close configs are re-timed");
+    assert_eq!((c.contenders, c.searched), (2, 1000.0));
+    let (config, gflops) = s.best.unwrap();
+    assert!(configs[..2].contains(&config), "the winner is a contender");
+    assert_eq!(gflops, c.confirmed, "the best holds the re-timed figure");
+    assert!(
+        gflops < 500.0,
+        "a real figure, not the claimed one: {gflops}"
+    );
+    assert_eq!(
+        record::load_log(&log).unwrap().len(),
+        3,
+        "re-timing logs no trials"
+    );
+}
+
+#[test]
 fn grid_and_genetic_runs_complete() {
     let w = workload(12, 32, 16);
     for (name, seed) in [("grid", 1), ("genetic", 2)] {

@@ -664,6 +664,7 @@ fn main() -> Result<()> {
                     "best_gflops": summary.best.as_ref().map(|b| b.1),
                     "best_config": summary.best.as_ref().map(|b| &b.0),
                     "default_gflops": summary.default_gflops,
+                    "confirmed": summary.confirmation.as_ref().map(|c| c.to_string()),
                     "errors": summary.errors,
                     "seconds": summary.elapsed.as_secs_f64(),
                     "compile_seconds": summary.compile.as_secs_f64(),
@@ -693,6 +694,9 @@ fn main() -> Result<()> {
                             d.unwrap_or(0.0)
                         );
                         println!("config: {c}");
+                        if let Some(c) = &summary.confirmation {
+                            println!("confirmed: {c}");
+                        }
                     }
                     (None, _) => println!("no config ran successfully"),
                 }

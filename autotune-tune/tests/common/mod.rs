@@ -34,11 +34,12 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Tuning options for tests: batches of 4, short timing, programs and the
-/// record log (`records.jsonl`) under `dir`.
+/// Tuning options for tests: batches of 4, short timing, the winner not
+/// re-timed, programs and the record log (`records.jsonl`) under `dir`.
 pub fn options(dir: &Path) -> TuneOptions {
     TuneOptions {
         batch: 4,
+        confirm: 0,
         timing: TimingOptions {
             min_sample_secs: 0.001,
             samples: 3,
