@@ -58,7 +58,8 @@ pub struct TuneOptions {
     pub max_source_bytes: usize,
     pub timing: TimingOptions,
     /// Most configs the winner is re-timed against before it is reported
-    /// ([`confirm`]); below 2, the best single measurement wins.
+    /// ([`confirm`], after the trial and time budgets); below 2, the best
+    /// single measurement wins.
     pub confirm: usize,
     /// Where batch programs are built.
     pub dir: PathBuf,
@@ -530,6 +531,9 @@ impl TuningSession<'_> {
         let mut options = self.options.clone();
         if matches!(spec, TunerSpec::FewShot { .. }) {
             options.batch = options.batch.min(crate::search::FEW_SHOT_BATCH);
+            // A few-shot run is a few dozen trials: re-timing four configs
+            // would be a fifth of it, two (one compile per core) a tenth.
+            options.confirm = options.confirm.min(2);
         }
         let summary = tune(w, tuner.as_mut(), &options, &mut |r, s| {
             if let Some(log) = mirror {
