@@ -138,7 +138,7 @@ impl std::fmt::Display for Confirmation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "the {} best configs re-timed {CONFIRM_ROUNDS} times each in {:.1} s: {} at {:.2} GFLOP/s (median); the search's best had measured {:.2} in its one trial",
+            "the {} best configs re-timed {CONFIRM_ROUNDS} times each in {:.1} s: {} at {:.2} GFLOP/s (median); the search's best had measured {:.2} in its best trial",
             self.contenders,
             self.seconds,
             if self.changed {
@@ -254,11 +254,8 @@ pub fn tune(
         let configs: Vec<Config> = proposal.iter().map(|i| space.config_at(*i)).collect();
         let t1 = Instant::now();
         let candidates: Vec<Candidate> = configs.iter().cloned().map(Candidate::Config).collect();
-        let harness = match &mut harness {
-            Some(h) => h,
-            None => harness.insert(prepare(w, opts, &opts.dir.join("harness"))?),
-        };
-        let batch = harness.build(&candidates, &opts.dir.join(format!("batch{batch_no}")))?;
+        let batch = harness_of(&mut harness, w, opts)?
+            .build(&candidates, &opts.dir.join(format!("batch{batch_no}")))?;
         batch_no += 1;
         summary.compile += t1.elapsed();
         let mut results = Vec::new();
@@ -306,10 +303,7 @@ pub fn tune(
     }
     let contenders = contenders(&scored, opts.confirm);
     if contenders.len() > 1 {
-        let harness = match &mut harness {
-            Some(h) => h,
-            None => harness.insert(prepare(w, opts, &opts.dir.join("harness"))?),
-        };
+        let harness = harness_of(&mut harness, w, opts)?;
         if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders)? {
             summary.best = Some((config, gflops));
             summary.confirmation = Some(c);
@@ -387,6 +381,19 @@ fn confirm(
         };
         (contenders[k].0.clone(), gflops, c)
     }))
+}
+
+/// The run's harness, prepared on first use (a run resumed in full may need
+/// one only to re-time its winner).
+fn harness_of<'h>(
+    harness: &'h mut Option<Harness>,
+    w: &Workload,
+    opts: &TuneOptions,
+) -> Result<&'h mut Harness, MeasureError> {
+    match harness {
+        Some(h) => Ok(h),
+        None => Ok(harness.insert(prepare(w, opts, &opts.dir.join("harness"))?)),
+    }
 }
 
 /// The measurement harness of a run in `dir`, for `opts`'s target and seed,
