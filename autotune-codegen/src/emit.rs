@@ -230,9 +230,13 @@ pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
     if !k.constants.is_empty() {
         s.push_str(CONSTANTS_C);
     }
-    for &isa in isas {
-        s.push_str(&clone_c(k, isa, &params));
+    let clones: String = isas.iter().map(|&isa| clone_c(k, isa, &params)).collect();
+    // Only kernels that read every other element define the loads that do
+    // (so the C, and the fingerprint, of every other kernel stays as it was).
+    if clones.contains(STRIDE2_PREFIX) {
+        s.push_str(STRIDE2_C);
     }
+    s.push_str(&clones);
     let _ = writeln!(s, "int32_t {}({}) {{", k.symbol, params.join(", "));
     match isas {
         [only] => {
@@ -302,6 +306,32 @@ static inline void *at_scratch(size_t bytes, int *own) {
 }
 #endif
 
+"#;
+
+/// The name of a vector load of lanes `0, 2, 4, ...` ([`STRIDE2_C`]).
+const STRIDE2_PREFIX: &str = "at_load_s2_v";
+
+/// Vector loads of every other element (a stride-2 convolution or pool read
+/// along its output row): two unaligned loads that overlap by one element
+/// and one shuffle (`vpermt2ps` at AVX-512), where building the vector lane
+/// by lane cost one load and one insert per lane. The two loads cover exactly
+/// the elements from the first lane to the last, so nothing is read that the
+/// lane-by-lane load would not. `__builtin_shuffle` is GCC's older spelling
+/// (before GCC 12 there is no `__builtin_shufflevector`).
+pub const STRIDE2_C: &str = r#"#ifndef AT_LOAD_STRIDE2
+#define AT_LOAD_STRIDE2
+#if defined(__clang__) || __GNUC__ >= 12
+#define AT_SHUFFLE2(T, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define AT_SHUFFLE2(T, a, b, ...) __builtin_shuffle(a, b, (T##i){__VA_ARGS__})
+#endif
+#define AT_LOAD_S2(T, p, last, ...) ({ const T a__ = *(const T##u *)(p); \
+  const T b__ = *(const T##u *)((p) + (last)); AT_SHUFFLE2(T, a__, b__, __VA_ARGS__); })
+#define at_load_s2_v2(p) AT_LOAD_S2(at_v2, p, 1, 0, 3)
+#define at_load_s2_v4(p) AT_LOAD_S2(at_v4, p, 3, 0, 2, 5, 7)
+#define at_load_s2_v8(p) AT_LOAD_S2(at_v8, p, 7, 0, 2, 4, 6, 9, 11, 13, 15)
+#define at_load_s2_v16(p) AT_LOAD_S2(at_v16, p, 15, 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31)
+#endif
 "#;
 
 /// The helpers of kernels that keep their copies of constant inputs
@@ -839,6 +869,8 @@ impl Writer {
                 if *lanes > 1 {
                     let text = if *stride == 1 {
                         format!("(*(const {} *)&{buf}[{idx}])", self.uvtype(*lanes))
+                    } else if *stride == 2 {
+                        format!("{STRIDE2_PREFIX}{lanes}(&{buf}[{idx}])")
                     } else {
                         let elems: Vec<String> = (0..*lanes)
                             .map(|l| {

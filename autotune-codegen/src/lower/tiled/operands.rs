@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, TensorRef};
 
 use super::geometry::{known, product, row_major_flat, Tiling};
-use crate::loopnest::{IExpr, Scratch, Stmt, VExpr};
+use crate::loopnest::{IExpr, LoopKind, Scratch, Stmt, VExpr};
 use crate::lower::dims::Dims;
 use crate::lower::names::buffer_name;
 
@@ -237,21 +237,77 @@ impl Operands<'_> {
             .map(|(v, l)| IExpr::var(v).plus(IExpr::Const(*l)))
             .collect();
         let src = buffer_name(self.op, *tensor);
-        let value = guarded_load(&src, &src_idx, &dims, pad.unwrap_or(0.0));
+        let pad = VExpr::Const(pad.unwrap_or(0.0));
         let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
-        let body = vec![Stmt::store(&buf, row_major_flat(&dst, &copy_dims), value)];
+        let dst = row_major_flat(&dst, &copy_dims);
         let what = format!(
             "pad-copy of {} for this stage",
             self.op.tensor_name(*tensor)
         );
-        out.extend(self.copy_nest(what, &vars, &copy_dims, body));
-        Access {
-            buf,
+        let access = Access {
+            buf: buf.clone(),
             source: Source::Copy {
-                lo,
-                dims: copy_dims,
+                lo: lo.clone(),
+                dims: copy_dims.clone(),
             },
-        }
+        };
+        let Some(d) = dims.len().checked_sub(1) else {
+            // A scalar: one element, always inside.
+            let body = vec![Stmt::store(&buf, dst, VExpr::load(&src, IExpr::Const(0)))];
+            out.extend(self.copy_nest(what, &[], &[], body));
+            return access;
+        };
+        // A row of the copy (its last dimension) is the pad value where the
+        // outer indices leave the tensor, else pad, the tensor's row, pad: its
+        // middle is a plain copy with no test per element, which vectorises.
+        let copy_row = |start: IExpr, end: IExpr, value: VExpr| Stmt::For {
+            var: vars[d].clone(),
+            start,
+            end,
+            step: 1,
+            kind: LoopKind::Serial,
+            body: vec![Stmt::store(&buf, dst.clone(), value)],
+        };
+        let (width, lo_last) = (copy_dims[d].clone(), lo[d]);
+        // Where `q + lo_last` enters and leaves `0..dims[d]` (lo <= 0).
+        let (first, end) = (
+            IExpr::Const(-lo_last),
+            dims[d]
+                .clone()
+                .plus(IExpr::Const(-lo_last))
+                .min(width.clone()),
+        );
+        let inside = VExpr::load(&src, row_major_flat(&src_idx, &dims));
+        let row = [
+            copy_row(IExpr::Const(0), first.clone(), pad.clone()),
+            copy_row(first, end.clone(), inside),
+            copy_row(end, width.clone(), pad.clone()),
+        ]
+        .into_iter()
+        // (Without the loops that are empty at every size.)
+        .filter(|r| {
+            let Stmt::For { start, end, .. } = r else {
+                unreachable!("rows are loops")
+            };
+            !matches!((start.as_const(), end.as_const()), (Some(a), Some(b)) if a >= b)
+        })
+        .collect();
+        let outer_inside: Vec<(IExpr, IExpr)> = src_idx[..d]
+            .iter()
+            .zip(&dims)
+            .flat_map(|(i, n)| [(IExpr::Const(-1), i.clone()), (i.clone(), n.clone())])
+            .collect();
+        let body = if outer_inside.is_empty() {
+            row
+        } else {
+            vec![Stmt::If {
+                conds: outer_inside,
+                then: row,
+                otherwise: vec![copy_row(IExpr::Const(0), width, pad)],
+            }]
+        };
+        out.extend(self.copy_nest(what, &vars[..d], &copy_dims[..d], body));
+        access
     }
 
     /// Copies the operand into tile order: the loops of the nest that index it,
