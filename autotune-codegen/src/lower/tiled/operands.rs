@@ -244,70 +244,68 @@ impl Operands<'_> {
             "pad-copy of {} for this stage",
             self.op.tensor_name(*tensor)
         );
-        let access = Access {
-            buf: buf.clone(),
-            source: Source::Copy {
-                lo: lo.clone(),
-                dims: copy_dims.clone(),
-            },
-        };
-        let Some(d) = dims.len().checked_sub(1) else {
-            // A scalar: one element, always inside.
-            let body = vec![Stmt::store(&buf, dst, VExpr::load(&src, IExpr::Const(0)))];
-            out.extend(self.copy_nest(what, &[], &[], body));
-            return access;
-        };
-        // A row of the copy (its last dimension) is the pad value where the
-        // outer indices leave the tensor, else pad, the tensor's row, pad: its
-        // middle is a plain copy with no test per element, which vectorises.
-        let copy_row = |start: IExpr, end: IExpr, value: VExpr| Stmt::For {
-            var: vars[d].clone(),
-            start,
-            end,
-            step: 1,
-            kind: LoopKind::Serial,
-            body: vec![Stmt::store(&buf, dst.clone(), value)],
-        };
-        let (width, lo_last) = (copy_dims[d].clone(), lo[d]);
-        // Where `q + lo_last` enters and leaves `0..dims[d]` (lo <= 0).
-        let (first, end) = (
-            IExpr::Const(-lo_last),
-            dims[d]
-                .clone()
-                .plus(IExpr::Const(-lo_last))
-                .min(width.clone()),
-        );
-        let inside = VExpr::load(&src, row_major_flat(&src_idx, &dims));
-        let row = [
-            copy_row(IExpr::Const(0), first.clone(), pad.clone()),
-            copy_row(first, end.clone(), inside),
-            copy_row(end, width.clone(), pad.clone()),
-        ]
-        .into_iter()
-        // (Without the loops that are empty at every size.)
-        .filter(|r| {
-            let Stmt::For { start, end, .. } = r else {
-                unreachable!("rows are loops")
-            };
-            !matches!((start.as_const(), end.as_const()), (Some(a), Some(b)) if a >= b)
-        })
-        .collect();
-        let outer_inside: Vec<(IExpr, IExpr)> = src_idx[..d]
-            .iter()
-            .zip(&dims)
-            .flat_map(|(i, n)| [(IExpr::Const(-1), i.clone()), (i.clone(), n.clone())])
-            .collect();
-        let body = if outer_inside.is_empty() {
-            row
+        // The loops around a row: every dimension but the last (a scalar has none).
+        let outer = dims.len().saturating_sub(1);
+        let body = if dims.is_empty() {
+            vec![Stmt::store(&buf, dst, VExpr::load(&src, IExpr::Const(0)))]
         } else {
-            vec![Stmt::If {
-                conds: outer_inside,
-                then: row,
-                otherwise: vec![copy_row(IExpr::Const(0), width, pad)],
-            }]
+            // A row of the copy (its last dimension) is the pad value where the
+            // outer indices leave the tensor, else pad, the tensor's row, pad: its
+            // middle is a plain copy with no test per element, which vectorises.
+            let d = outer;
+            let copy_row = |start: IExpr, end: IExpr, value: VExpr| Stmt::For {
+                var: vars[d].clone(),
+                start,
+                end,
+                step: 1,
+                kind: LoopKind::Serial,
+                body: vec![Stmt::store(&buf, dst.clone(), value)],
+            };
+            let width = copy_dims[d].clone();
+            // Where `q + lo[d]` enters and leaves `0..dims[d]` (lo <= 0).
+            let first = IExpr::Const(-lo[d]);
+            let end = dims[d]
+                .clone()
+                .plus(IExpr::Const(-lo[d]))
+                .min(width.clone());
+            let inside = VExpr::load(&src, row_major_flat(&src_idx, &dims));
+            let row = [
+                copy_row(IExpr::Const(0), first.clone(), pad.clone()),
+                copy_row(first, end.clone(), inside),
+                copy_row(end, width.clone(), pad.clone()),
+            ]
+            .into_iter()
+            // (Without the loops that are empty at every size.)
+            .filter(|r| {
+                let Stmt::For { start, end, .. } = r else {
+                    unreachable!("rows are loops")
+                };
+                !matches!((start.as_const(), end.as_const()), (Some(a), Some(b)) if a >= b)
+            })
+            .collect();
+            let outer_inside: Vec<(IExpr, IExpr)> = src_idx[..d]
+                .iter()
+                .zip(&dims)
+                .flat_map(|(i, n)| [(IExpr::Const(-1), i.clone()), (i.clone(), n.clone())])
+                .collect();
+            if outer_inside.is_empty() {
+                row
+            } else {
+                vec![Stmt::If {
+                    conds: outer_inside,
+                    then: row,
+                    otherwise: vec![copy_row(IExpr::Const(0), width, pad)],
+                }]
+            }
         };
-        out.extend(self.copy_nest(what, &vars[..d], &copy_dims[..d], body));
-        access
+        out.extend(self.copy_nest(what, &vars[..outer], &copy_dims[..outer], body));
+        Access {
+            buf,
+            source: Source::Copy {
+                lo,
+                dims: copy_dims,
+            },
+        }
     }
 
     /// Copies the operand into tile order: the loops of the nest that index it,
