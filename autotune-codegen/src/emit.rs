@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
-use crate::loopnest::{IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
+use crate::loopnest::{Guard, IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
 use crate::target::{Isa, Selector};
 
 /// The header of a generated C file: includes, vector types, runtime functions.
@@ -866,6 +866,18 @@ impl Writer {
                 stride,
             } => {
                 let idx = iexpr(index);
+                // The tests of `guards` at lane `l` (a C expression).
+                let test = |guards: &mut dyn Iterator<Item = &Guard>, l: &str| -> Vec<String> {
+                    guards
+                        .map(|g| {
+                            let e = match (g.lane_step, l) {
+                                (0, _) | (_, "0") => iexpr(&g.index),
+                                (step, l) => format!("({} + {l} * {step})", iexpr(&g.index)),
+                            };
+                            format!("0 <= {e} && {e} < {}", iexpr(&g.bound))
+                        })
+                        .collect()
+                };
                 if *lanes > 1 {
                     let text = if *stride == 1 {
                         format!("(*(const {} *)&{buf}[{idx}])", self.uvtype(*lanes))
@@ -882,23 +894,35 @@ impl Writer {
                             .collect();
                         format!("(({}){{{}}})", self.vtype(*lanes), elems.join(", "))
                     };
+                    if guard.is_empty() {
+                        return (text, *lanes);
+                    }
+                    // One vector load where every lane is inside (the guards are
+                    // affine in the lane: its first and last lanes tell), else
+                    // lane by lane.
+                    let last = (*lanes - 1).to_string();
+                    let text = format!(
+                        "({{ {vt} gv__; if ({all}) gv__ = {text}; else for (int gl__ = 0; gl__ < {lanes}; ++gl__) gv__[gl__] = ({lane}) ? {buf}[{idx} + gl__ * {stride}] : {pad}; gv__; }})",
+                        vt = self.vtype(*lanes),
+                        all = [
+                            test(&mut guard.iter(), "0"),
+                            test(&mut guard.iter().filter(|g| g.lane_step != 0), &last),
+                        ]
+                        .concat()
+                        .join(" && "),
+                        lane = test(&mut guard.iter(), "gl__").join(" && "),
+                        pad = self.constant(*pad),
+                    );
                     return (text, *lanes);
                 }
                 let load = format!("{buf}[{idx}]");
                 if guard.is_empty() {
                     return (load, 1);
                 }
-                let conds: Vec<String> = guard
-                    .iter()
-                    .map(|(e, bound)| {
-                        let e = iexpr(e);
-                        format!("0 <= {e} && {e} < {}", iexpr(bound))
-                    })
-                    .collect();
                 (
                     format!(
                         "({} ? {load} : {})",
-                        conds.join(" && "),
+                        test(&mut guard.iter(), "0").join(" && "),
                         self.constant(*pad)
                     ),
                     1,

@@ -120,12 +120,12 @@ pub enum VExpr {
     FromIndex(IExpr),
     /// `buf[index]`, or with `lanes > 1` the vector `buf[index + l * stride]` for
     /// each lane `l` (one vector load when `stride` is 1). When `guard` is not
-    /// empty (scalars only) the load happens only if every `0 <= e < bound`
-    /// holds, and `pad` is the value otherwise.
+    /// empty, an element (lane) is read only where every test of `guard`
+    /// holds, and is `pad` otherwise.
     Load {
         buf: String,
         index: IExpr,
-        guard: Vec<(IExpr, IExpr)>,
+        guard: Vec<Guard>,
         pad: f64,
         lanes: usize,
         stride: i64,
@@ -137,6 +137,21 @@ pub enum VExpr {
     Splat(Box<VExpr>, usize),
     Unary(UnaryOp, Box<VExpr>),
     Binary(BinaryOp, Box<VExpr>, Box<VExpr>),
+}
+
+/// The comment that opens a border tile's code (the `else` of a register
+/// tile's test that its reads stay inside): the only tiled code whose
+/// innermost loops test bounds.
+pub const BORDER_TILE: &str = "border tile: guarded reads tested";
+
+/// A bounds test of a guarded load: `0 <= index + l * lane_step < bound` for
+/// lane `l` (`lane_step` is 0 for a scalar, or where the lanes run along
+/// another dimension).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Guard {
+    pub index: IExpr,
+    pub lane_step: i64,
+    pub bound: IExpr,
 }
 
 impl VExpr {

@@ -93,7 +93,10 @@ pub enum KnobKind {
     Unroll,
     /// Leading outer loops fused into one parallel loop.
     Parallel,
-    /// Copy the operand read at this load site (pre-order) into tile order.
+    /// How the register tile reads the operand of this load site (pre-order):
+    /// 0 in place or from a pad-copy, 1 from a copy in tile order, 2 (padded
+    /// loads under the reduction only) in place with border tiles testing
+    /// their reads. See [`Read`].
     Pack(usize),
     /// Compute the stage's element-wise consumer in its store.
     Fuse,
@@ -300,6 +303,9 @@ pub struct TiledStage {
     pub reduce_axes: Vec<usize>,
     /// Number of load sites (pre-order) in the stage body.
     pub loads: usize,
+    /// The load sites (by position) that may read in place with guarded
+    /// border tiles ([`Read::Guard`]): padded loads under the reduction.
+    pub guardable: Vec<usize>,
     /// Whether a consumer can be fused into this stage's store.
     pub fusible_consumer: Option<usize>,
 }
@@ -321,10 +327,26 @@ pub struct StagePlan {
     pub unroll: usize,
     /// Number of leading outer loops fused into one parallel loop.
     pub parallel: usize,
-    /// Per load site: copy the operand into a tile-ordered buffer first.
-    pub pack: Vec<bool>,
+    /// Per load site: how the register tile reads its operand.
+    pub reads: Vec<Read>,
     /// Compute the fusible consumer in this stage's store.
     pub fuse: bool,
+}
+
+/// How the register tile of a stage reads the operand of one load site (the
+/// `pack.N` knob: 0, 1, 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// In place where every read (overhanging tiles' included) stays inside
+    /// the tensor, else from a copy that covers the reads, padding included.
+    Direct,
+    /// From a copy in the nest's tile order.
+    Pack,
+    /// In place, padded reads included: each register tile tests once whether
+    /// its reads stay inside the tensor, and only a border tile's code tests
+    /// each read (the pad value outside). No copy. In a generic kernel, as
+    /// `Direct` (its reads' ranges are only known at run time).
+    Guard,
 }
 
 impl StagePlan {
@@ -389,6 +411,7 @@ impl Space {
                 n_spatial: stage.n_spatial,
                 reduce_axes: reduce_axes.clone(),
                 loads: load_sites(&stage.body).len(),
+                guardable: guardable_sites(stage),
                 fusible_consumer: fusible,
             };
             stage_knobs(&mut knobs, stage, &info, shapes, lanes);
@@ -755,9 +778,14 @@ fn stage_knobs(
     });
     if !info.reduce_axes.is_empty() {
         for site in 0..info.loads {
+            let choices: &[i64] = if info.guardable.contains(&site) {
+                &[0, 1, 2]
+            } else {
+                &[0, 1]
+            };
             knobs.push(Knob {
                 name: KnobName::new(p, KnobKind::Pack(site)),
-                choices: ints(&[0, 1]),
+                choices: ints(choices),
             });
         }
     }
@@ -794,6 +822,25 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
             .map(|r| (0..n).map(|i| (i + r) % n).collect())
             .collect()
     }
+}
+
+/// The load sites of a stage that [`Read::Guard`] applies to: padded loads
+/// under its reduction (the border test wraps the reduction loops).
+fn guardable_sites(stage: &Stage) -> Vec<usize> {
+    let under: Vec<*const Expr> = match single_reduction(&stage.body) {
+        Reduction::One(Expr::Reduce { body, .. }) => load_sites(body)
+            .into_iter()
+            .map(|e| e as *const Expr)
+            .collect(),
+        _ => Vec::new(),
+    };
+    load_sites(&stage.body)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e, Expr::Load { pad: Some(_), .. }))
+        .filter(|(_, e)| under.contains(&(*e as *const Expr)))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
@@ -847,8 +894,17 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
             c.int(&knob(KnobKind::Unroll)) as usize
         },
         parallel: c.int(&knob(KnobKind::Parallel)) as usize,
-        pack: (0..info.loads)
-            .map(|s| !info.reduce_axes.is_empty() && c.int(&knob(KnobKind::Pack(s))) == 1)
+        reads: (0..info.loads)
+            .map(|s| {
+                if info.reduce_axes.is_empty() {
+                    return Read::Direct;
+                }
+                match c.int(&knob(KnobKind::Pack(s))) {
+                    1 => Read::Pack,
+                    2 => Read::Guard,
+                    _ => Read::Direct,
+                }
+            })
             .collect(),
         fuse: info.fusible_consumer.is_some() && c.int(&knob(KnobKind::Fuse)) == 1,
     }

@@ -37,7 +37,7 @@ use std::fmt;
 use autotune_lang::ir::{DType, Operator, TensorRef};
 use autotune_lang::mangle::Variant;
 
-use autotune_codegen::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr};
+use autotune_codegen::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr, BORDER_TILE};
 use autotune_codegen::lower::nest_shape;
 use autotune_codegen::lower::shape::{LoopRun, NestShape, OperandShape, Storage};
 use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
@@ -867,9 +867,13 @@ impl Walker {
                 then, otherwise, ..
             } => {
                 // Both branches count: the full-tile path dominates, the
-                // partial one is code the compiler must also carry.
+                // partial one is code the compiler must also carry. Not a
+                // border tile's code: the plan's features describe a
+                // guarded read as read in place, and so does this walk.
                 self.stmts(then);
-                self.stmts(otherwise);
+                if !matches!(otherwise.first(), Some(Stmt::Comment(c)) if c == BORDER_TILE) {
+                    self.stmts(otherwise);
+                }
             }
             Stmt::Comment(_) => {}
         }

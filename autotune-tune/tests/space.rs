@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use autotune_codegen::Workload;
-use autotune_codegen::{Config, Space};
+use autotune_codegen::{Config, KnobKind, Space, Value};
 use autotune_lang::ir::{Operator, Specialization};
 use autotune_tune::measure::{self, ErrorClass};
 use rand::rngs::StdRng;
@@ -383,4 +383,161 @@ fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tal
     check_batch(&batch, configs, &Default::default(), |c| {
         format!("{} with config {c} (seed {seed})", w.key())
     })
+}
+
+/// The configs of `space` with every load site that may read in place with
+/// guarded border tiles set to do so (`pack.N = 2`); none if it has no such
+/// site.
+fn guarded(space: &Space, configs: &[Config]) -> Vec<Config> {
+    let knobs: Vec<_> = space
+        .knobs
+        .iter()
+        .filter(|k| k.choices.contains(&Value::Int(2)) && matches!(k.name.kind, KnobKind::Pack(_)))
+        .map(|k| k.name.clone())
+        .collect();
+    if knobs.is_empty() {
+        return Vec::new();
+    }
+    configs
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            for k in &knobs {
+                c.0.insert(k.clone(), Value::Int(2));
+            }
+            c
+        })
+        .collect()
+}
+
+/// Padded reads in place with guarded border tiles (`pack.N = 2`, no
+/// pad-copy) are correct: the test set's operators with such reads (strided,
+/// dilated, depthwise convs, max-pool), at their shapes and a random odd one,
+/// the default and random configs with every such read guarded.
+#[test]
+fn guarded_border_tiles_match_the_reference() {
+    let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
+    println!("guarded borders: AUTOTUNE_PROPTEST_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("guarded-{}", common::target().isa));
+    let mut jobs = Vec::new();
+    for op in test_ops() {
+        let Some(op) = with_random_shape(&op, &mut rng) else {
+            continue;
+        };
+        for spec in 0..op.specializations.len() {
+            let w = Workload {
+                op: op.clone(),
+                spec,
+            };
+            let space = Space::new(&op, w.shapes());
+            let mut configs = vec![space.default_config(&op, w.shapes())];
+            configs.push(space.config_at(rng.gen_range(0..space.size())));
+            let configs = guarded(&space, &configs);
+            if !configs.is_empty() {
+                jobs.push((w, configs, root.join(format!("{}-{spec}", op.name))));
+            }
+        }
+    }
+    let tallies = measure::on_every_core(&jobs, |(w, configs, dir)| {
+        check_configs(w, configs, dir, seed)
+    });
+    let checked: usize = tallies.iter().map(|t| t.checked).sum();
+    println!("guarded borders: {checked} configs checked");
+    assert!(checked >= 10, "only {checked} guarded configs checked");
+}
+
+/// The invariant the tiled lowering keeps (ARCHITECTURE.md): the inner
+/// reduction loops of a register tile never test bounds, except in a border
+/// tile's code, which a tile runs only when its reads may leave their tensor.
+/// Random configs of every operator of the test set, lowered, walked.
+#[test]
+fn only_border_tiles_test_bounds_in_the_inner_loops() {
+    use autotune_codegen::loopnest::{Stmt, VExpr, BORDER_TILE};
+    use autotune_lang::mangle::Variant;
+
+    /// Guarded loads in `e`.
+    fn guarded_loads(e: &VExpr) -> usize {
+        match e {
+            VExpr::Load { guard, .. } => usize::from(!guard.is_empty()),
+            VExpr::Splat(a, _) | VExpr::Unary(_, a) => guarded_loads(a),
+            VExpr::Binary(_, a, b) => guarded_loads(a) + guarded_loads(b),
+            VExpr::Const(_) | VExpr::FromIndex(_) | VExpr::Local(_) | VExpr::Lane(..) => 0,
+        }
+    }
+    /// Guarded loads in the inner reduction loops (`ri__*`) of `body`: (in
+    /// border tiles, elsewhere).
+    fn walk(body: &[Stmt], in_ri: bool, border: bool, found: &mut (usize, usize)) {
+        for s in body {
+            let value = match s {
+                Stmt::For { var, body, .. } => {
+                    walk(body, in_ri || var.starts_with("ri__"), border, found);
+                    continue;
+                }
+                Stmt::Parallel { body, .. } => {
+                    walk(body, in_ri, border, found);
+                    continue;
+                }
+                Stmt::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, in_ri, border, found);
+                    let opens =
+                        matches!(otherwise.first(), Some(Stmt::Comment(c)) if c == BORDER_TILE);
+                    walk(otherwise, in_ri, border || opens, found);
+                    continue;
+                }
+                Stmt::Local { init: v, .. }
+                | Stmt::Assign { value: v, .. }
+                | Stmt::SetLane { value: v, .. }
+                | Stmt::Store { value: v, .. } => v,
+                Stmt::Let { .. } | Stmt::Comment(_) => continue,
+            };
+            if in_ri {
+                let n = guarded_loads(value);
+                if border {
+                    found.0 += n;
+                } else {
+                    found.1 += n;
+                }
+            }
+        }
+    }
+
+    let mut rng = StdRng::seed_from_u64(env_u64("AUTOTUNE_PROPTEST_SEED", 2026));
+    let mut found = (0, 0);
+    for op in test_ops() {
+        for spec in 0..op.specializations.len() {
+            let w = Workload {
+                op: op.clone(),
+                spec,
+            };
+            let space = Space::new(&op, w.shapes());
+            let drawn: Vec<Config> = (0..20)
+                .map(|_| space.config_at(rng.gen_range(0..space.size())))
+                .collect();
+            let with_guards = guarded(&space, &drawn);
+            for config in drawn.iter().chain(&with_guards) {
+                let plan = space.plan(&op, config).unwrap();
+                let kernel = autotune_codegen::lower::lower(
+                    &op,
+                    Variant::Specialized(spec),
+                    Some(&plan),
+                    "k".to_string(),
+                    "rt".to_string(),
+                );
+                let before = found.1;
+                walk(&kernel.body, false, false, &mut found);
+                assert_eq!(
+                    found.1,
+                    before,
+                    "{}: config {config} tests bounds in its inner loops outside a border tile",
+                    w.key()
+                );
+            }
+        }
+    }
+    // (The walk sees the border tiles' tests: it would see any other.)
+    assert!(found.0 > 0, "no border tile tested a read");
 }

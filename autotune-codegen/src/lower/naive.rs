@@ -7,7 +7,7 @@ use autotune_lang::ir::{Affine, Expr, Extent, Operator, Stage, TensorRef};
 
 use super::dims::Dims;
 use super::names::{buffer_name, c_ident};
-use crate::loopnest::{IExpr, Stmt, VExpr};
+use crate::loopnest::{Guard, IExpr, Stmt, VExpr};
 
 pub(crate) struct Lowerer<'a> {
     pub op: &'a Operator,
@@ -89,7 +89,11 @@ impl<'a> Lowerer<'a> {
                             // A bare axis running over exactly this dimension is in range.
                             ix.as_axis().map(|a| stage.axes[a].extent) != Some(**d)
                         })
-                        .map(|(ix, d)| (self.affine(ix, stage), self.extent(d)))
+                        .map(|(ix, d)| Guard {
+                            index: self.affine(ix, stage),
+                            lane_step: 0,
+                            bound: self.extent(d),
+                        })
                         .collect(),
                 };
                 VExpr::Load {

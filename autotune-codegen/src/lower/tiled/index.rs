@@ -51,7 +51,9 @@ impl Indexer<'_> {
     /// Index (at lane 0) and lane stride of a load at a point.
     pub fn load_index(&self, acc: &Access, index: &[Affine], p: &Point) -> (IExpr, i64) {
         match &acc.source {
-            Source::Direct { dims } => self.row_major_index(&vec![0; dims.len()], dims, index, p),
+            Source::Direct { dims } | Source::Guarded { dims, .. } => {
+                self.row_major_index(&vec![0; dims.len()], dims, index, p)
+            }
             Source::Copy { lo, dims } => self.row_major_index(lo, dims, index, p),
             Source::Packed { layout } => self.packed_index(layout, p),
         }
@@ -133,7 +135,7 @@ impl Indexer<'_> {
             }
         };
         match &acc.source {
-            Source::Direct { dims } | Source::Copy { dims, .. } => {
+            Source::Direct { dims } | Source::Guarded { dims, .. } | Source::Copy { dims, .. } => {
                 index
                     .iter()
                     .enumerate()

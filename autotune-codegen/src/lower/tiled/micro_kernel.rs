@@ -16,7 +16,7 @@ use autotune_lang::ir::{Expr, ReduceOp, Stage};
 use super::geometry::{tile_var, ReduceAxis, Tiling};
 use super::index::Point;
 use super::sites::Sites;
-use crate::loopnest::{IExpr, LoopKind, Stmt, VExpr};
+use crate::loopnest::{IExpr, LoopKind, Stmt, VExpr, BORDER_TILE};
 
 /// The loop variable of lane-wise code.
 const LANE: &str = "l__";
@@ -125,7 +125,21 @@ impl<'a> MicroKernel<'a> {
                 otherwise: self.split_full(|full| self.reload_partial_sums(full)),
             });
         }
-        out.extend(self.reduction_loops(rop, rbody, unroll));
+        // Guarded reads: a register tile whose reads all stay inside runs
+        // them untested; a border tile tests each.
+        let interior = self.sites.interior(rbody);
+        if interior.is_empty() {
+            out.extend(self.reduction_loops(rop, rbody, unroll, false));
+        } else {
+            // (Not unrolled: the few border tiles are not worth the code.)
+            let mut border = vec![Stmt::Comment(BORDER_TILE.to_string())];
+            border.extend(self.reduction_loops(rop, rbody, 1, true));
+            out.push(Stmt::If {
+                conds: interior,
+                then: self.reduction_loops(rop, rbody, unroll, false),
+                otherwise: border,
+            });
+        }
         let final_store = self.final_store();
         if split {
             // Before the last block, store the partial sums as they are.
@@ -227,8 +241,15 @@ impl<'a> MicroKernel<'a> {
     // ---- the inner reduction ----
 
     /// The inner reduction loops over a block, outer to inner; the innermost
-    /// unrolled `unroll` times, with a remainder loop.
-    fn reduction_loops(&self, rop: ReduceOp, rbody: &Expr, unroll: usize) -> Vec<Stmt> {
+    /// unrolled `unroll` times, with a remainder loop. In a `border` tile,
+    /// guarded reads are tested.
+    fn reduction_loops(
+        &self,
+        rop: ReduceOp,
+        rbody: &Expr,
+        unroll: usize,
+        border: bool,
+    ) -> Vec<Stmt> {
         let t = self.t();
         let last = t.red.last().expect("a reduction has axes");
         let u = unroll.max(1) as i64;
@@ -237,7 +258,7 @@ impl<'a> MicroKernel<'a> {
             vec![Stmt::serial(
                 &ri,
                 self.inner_bound(last),
-                self.iteration(rop, rbody, 0..1),
+                self.iteration(rop, rbody, 0..1, border),
             )]
         } else {
             let end = self.inner_bound(last);
@@ -249,7 +270,7 @@ impl<'a> MicroKernel<'a> {
                 end: main_end,
                 step: u,
                 kind: LoopKind::Unrolled(u as usize),
-                body: self.iteration(rop, rbody, 0..u),
+                body: self.iteration(rop, rbody, 0..u, border),
             }];
             // The remainder, unless the trip count is a known multiple of the unroll.
             if end.as_const().is_none_or(|e| e % u != 0) {
@@ -259,7 +280,7 @@ impl<'a> MicroKernel<'a> {
                     end,
                     step: 1,
                     kind: LoopKind::Serial,
-                    body: self.iteration(rop, rbody, 0..1),
+                    body: self.iteration(rop, rbody, 0..1, border),
                 });
             }
             loops
@@ -290,23 +311,32 @@ impl<'a> MicroKernel<'a> {
     /// One iteration of the innermost reduction loop: the origin indices of
     /// the loads of `rbody`, then the update of every accumulator for each
     /// unroll offset in `unrolls`.
-    fn iteration(&self, rop: ReduceOp, rbody: &Expr, unrolls: Range<i64>) -> Vec<Stmt> {
+    fn iteration(
+        &self,
+        rop: ReduceOp,
+        rbody: &Expr,
+        unrolls: Range<i64>,
+        border: bool,
+    ) -> Vec<Stmt> {
         let mut body = self.sites.base_lets(rbody, None);
         for u in unrolls {
-            body.extend(self.update(rop, rbody, u));
+            body.extend(self.update(rop, rbody, u, border));
         }
         body
     }
 
     /// `acc = combine(acc, body)` for every element, `u` into the unroll.
-    fn update(&self, rop: ReduceOp, rbody: &Expr, u: i64) -> Vec<Stmt> {
+    fn update(&self, rop: ReduceOp, rbody: &Expr, u: i64, border: bool) -> Vec<Stmt> {
         self.elems
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let v = self
-                    .sites
-                    .value(rbody, &self.point(e, u), &VExpr::Const(0.0), None);
+                let p = self.point(e, u);
+                let v = if border {
+                    self.sites.border_value(rbody, &p)
+                } else {
+                    self.sites.value(rbody, &p, &VExpr::Const(0.0), None)
+                };
                 Stmt::Assign {
                     name: acc_name(i),
                     value: VExpr::Binary(

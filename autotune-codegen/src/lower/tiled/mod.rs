@@ -50,7 +50,7 @@ use super::dims::Dims;
 use super::naive::Lowerer;
 use super::names::{buffer_name, slot_name};
 use crate::loopnest::{ConstantCopies, IExpr, Scratch, Stmt};
-use crate::space::StagePlan;
+use crate::space::{Read, StagePlan};
 use geometry::{product, Tiling};
 use index::Indexer;
 use micro_kernel::MicroKernel;
@@ -125,7 +125,7 @@ pub(crate) fn lower_stage(
     };
     let in_place: Vec<Vec<usize>> = sites_of(op, s, plan, consumer)
         .into_iter()
-        .filter(|site| !site.pack)
+        .filter(|site| site.read != Read::Pack)
         .filter_map(|site| probe.in_place_axes(site.load))
         .collect();
     if in_place.is_empty() {
@@ -168,8 +168,8 @@ pub(crate) fn lower_stage(
 /// A load site of a tiled stage: the stage's own or its fused consumer's.
 struct Site<'e> {
     load: &'e Expr,
-    /// Whether the plan packs it (a consumer's loads are never packed).
-    pack: bool,
+    /// How the plan reads it (a consumer's loads are read directly).
+    read: Read,
     /// Names its copies: the stage's and the load's positions.
     tag: String,
 }
@@ -187,7 +187,7 @@ fn sites_of<'e>(
         .enumerate()
         .map(|(i, load)| Site {
             load,
-            pack: plan.pack.get(i).copied().unwrap_or(false),
+            read: plan.reads.get(i).copied().unwrap_or(Read::Direct),
             tag: format!("{s}_{i}"),
         })
         .collect();
@@ -196,7 +196,7 @@ fn sites_of<'e>(
             if !matches!(load, Expr::Load { tensor: TensorRef::Stage(p), .. } if *p == s) {
                 out.push(Site {
                     load,
-                    pack: false,
+                    read: Read::Direct,
                     tag: format!("{c}_{i}"),
                 });
             }
@@ -225,7 +225,7 @@ fn tiled_nest(
     for site in sites_of(op, s, plan, consumer) {
         let tag = format!("{tag}{}", site.tag);
         let (stmts, buffers) = (out.len(), scratch.len());
-        let access = operands.resolve(site.load, site.pack, &plan.order, &tag, scratch, &mut out);
+        let access = operands.resolve(site.load, site.read, &plan.order, &tag, scratch, &mut out);
         if let Some(constants) = constants.as_mut() {
             keep_constant_copies(op, site.load, constants, scratch, buffers, &mut out, stmts);
         }

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, TensorRef};
 
 use super::geometry::{known, product, row_major_flat, Tiling};
-use crate::loopnest::{IExpr, LoopKind, Scratch, Stmt, VExpr};
+use crate::loopnest::{Guard, IExpr, LoopKind, Scratch, Stmt, VExpr};
 use crate::lower::dims::Dims;
 use crate::lower::names::buffer_name;
+use crate::space::Read;
 
 /// Where a load reads from.
 #[derive(Clone, Debug)]
@@ -19,6 +20,12 @@ pub(super) enum Source {
     Direct { dims: Vec<IExpr> },
     /// A copy whose dimension `d` covers indices `lo[d]..lo[d] + dims[d]`.
     Copy { lo: Vec<i64>, dims: Vec<IExpr> },
+    /// The tensor itself (`dims` as `Direct`), read outside it along the
+    /// dimensions `guarded`: a border tile tests those reads ([`Read::Guard`]).
+    Guarded {
+        dims: Vec<IExpr>,
+        guarded: Vec<usize>,
+    },
     /// A tile-ordered copy; dimensions from outer to inner (the outer ones
     /// symbolic in the generic kernel, the others constants).
     Packed { layout: Vec<(AxisId, Level, IExpr)> },
@@ -57,12 +64,14 @@ pub(super) struct Operands<'a> {
 }
 
 impl Operands<'_> {
-    /// Where the load `site` reads from (packed in the tile order of `order`
-    /// if `pack`): the decision alone, which the cost model's features read too.
-    pub fn source(&self, site: &Expr, pack: bool, order: &[usize]) -> Source {
+    /// Where the load `site` reads from, as `read` asks (packed in the tile
+    /// order of `order`): the decision alone, which the cost model's features
+    /// read too.
+    pub fn source(&self, site: &Expr, read: Read, order: &[usize]) -> Source {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
+        let pack = read == Read::Pack;
         if !self.t.known() && !pack && self.in_place && self.in_place_axes(site).is_some() {
             return Source::Direct {
                 dims: self.dims.tensor(*tensor),
@@ -86,9 +95,16 @@ impl Operands<'_> {
             .iter()
             .zip(&dims)
             .all(|((lo, hi), d)| *lo >= 0 && hi < d);
-        if pad.is_none() && inside {
-            return Source::Direct {
-                dims: dims.iter().map(|d| IExpr::Const(*d)).collect(),
+        let consts = || dims.iter().map(|d| IExpr::Const(*d)).collect();
+        if (pad.is_none() || read == Read::Guard) && inside {
+            return Source::Direct { dims: consts() };
+        }
+        if read == Read::Guard {
+            return Source::Guarded {
+                dims: consts(),
+                guarded: (0..dims.len())
+                    .filter(|&d| ranges[d].0 < 0 || ranges[d].1 >= dims[d])
+                    .collect(),
             };
         }
         // A copy covering both the tensor and the index ranges.
@@ -141,7 +157,7 @@ impl Operands<'_> {
     pub fn resolve(
         &self,
         site: &Expr,
-        pack: bool,
+        read: Read,
         order: &[usize],
         tag: &str,
         scratch: &mut Vec<Scratch>,
@@ -150,8 +166,8 @@ impl Operands<'_> {
         let Expr::Load { tensor, .. } = site else {
             unreachable!("load sites are loads")
         };
-        match self.source(site, pack, order) {
-            source @ Source::Direct { .. } => Access {
+        match self.source(site, read, order) {
+            source @ (Source::Direct { .. } | Source::Guarded { .. }) => Access {
                 buf: buffer_name(self.op, *tensor),
                 source,
             },
@@ -342,7 +358,7 @@ impl Operands<'_> {
             .collect();
         // Positions outside the iteration domain are never read into stored
         // results; they hold zeros.
-        let mut guard: Vec<(IExpr, IExpr)> = value_of
+        let mut conds: Vec<(IExpr, IExpr)> = value_of
             .iter()
             .map(|(a, e)| (e.clone(), self.t.extent(*a)))
             .collect();
@@ -365,14 +381,14 @@ impl Operands<'_> {
                 else {
                     unreachable!("built as a load above")
                 };
-                guard.extend(g);
+                conds.extend(g.into_iter().map(|g| (g.index, g.bound)));
                 VExpr::load(&buf, index)
             }
         };
         let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
         let store_idx = row_major_flat(&dst, &pdims);
         let body = vec![Stmt::If {
-            conds: guard,
+            conds,
             then: vec![Stmt::store(&buf, store_idx.clone(), inner)],
             otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
         }];
@@ -509,7 +525,11 @@ fn guarded_load(buf: &str, idx: &[IExpr], dims: &[IExpr], pad: f64) -> VExpr {
         guard: idx
             .iter()
             .zip(dims)
-            .map(|(i, d)| (i.clone(), d.clone()))
+            .map(|(i, d)| Guard {
+                index: i.clone(),
+                lane_step: 0,
+                bound: d.clone(),
+            })
             .collect(),
         pad,
         lanes: 1,

@@ -14,7 +14,7 @@ use crate::lower::shape::{
     covers, direct_footprint, flat_coefficients, flops, iterations, naive_shape, output_operand,
     strides, LoopRun, LoopShape, NestShape, OperandShape, Storage,
 };
-use crate::space::StagePlan;
+use crate::space::{Read, StagePlan};
 
 /// The shape of stage `s` tiled with `plan` (`consumer`: the stage computed in
 /// its store).
@@ -84,7 +84,7 @@ pub(crate) fn stage_shape(
                     _ => t.tile[a],
                 })
                 .product::<i64>() as f64;
-        let pack = plan.pack.get(i).copied().unwrap_or(false);
+        let read = plan.reads.get(i).copied().unwrap_or(Read::Direct);
         // A specialisation makes its copies of a constant input once per
         // handle, not per call (a declared bucket's generic kernel copies per
         // call; its features do not tell).
@@ -93,8 +93,10 @@ pub(crate) fn stage_shape(
             TensorRef::Stage(_) => true,
         };
         let copied = if per_call { 1.0 } else { 0.0 };
-        let (storage, strides, footprint) = match operands_of.source(site, pack, &plan.order) {
-            Source::Direct { dims } => {
+        let (storage, strides, footprint) = match operands_of.source(site, read, &plan.order) {
+            // (A guarded read's border tests are not features: the model sees
+            // the reads in place.)
+            Source::Direct { dims } | Source::Guarded { dims, .. } => {
                 let dims: Vec<i64> = dims.iter().map(known).collect();
                 direct(&loops, &covers, index, &dims, Storage::Direct)
             }

@@ -4,11 +4,13 @@
 //! `Let` (`ix__k`); each element of the tile reads at that local plus a
 //! constant, so the unrolled code repeats no index arithmetic.
 
-use autotune_lang::ir::{Expr, TensorRef};
+use autotune_lang::analysis::load_sites;
+use autotune_lang::ir::{Affine, AxisId, Expr, TensorRef};
 
+use super::geometry::tile_var;
 use super::index::{Indexer, Point};
-use super::operands::Access;
-use crate::loopnest::{IExpr, Stmt, VExpr};
+use super::operands::{Access, Source};
+use crate::loopnest::{Guard, IExpr, Stmt, VExpr};
 use crate::lower::dims::Dims;
 
 /// The resolved load sites of a stage.
@@ -75,6 +77,66 @@ impl<'a> Sites<'a> {
     /// An expression at a point, with lanes along the vector axis; the
     /// reduction node (and, in a consumer, the producer's value) is `acc`.
     pub fn value(&self, e: &Expr, p: &Point, acc: &VExpr, producer: Option<usize>) -> VExpr {
+        self.eval(e, p, acc, producer, false)
+    }
+
+    /// As [`Sites::value`], in a border tile: the reads of guarded sites
+    /// are tested (the pad value outside their tensor).
+    pub fn border_value(&self, e: &Expr, p: &Point) -> VExpr {
+        self.eval(e, p, &VExpr::Const(0.0), None, true)
+    }
+
+    /// The tests that every read of the guarded sites in `e` (over the
+    /// register tile and the inner reduction block) stays inside its tensor:
+    /// a tile that passes them reads without tests. Empty if `e` has none.
+    pub fn interior(&self, e: &Expr) -> Vec<(IExpr, IExpr)> {
+        let t = self.idx.t;
+        let stage = self.idx.stage;
+        // An axis's first and last value in the tile or the inner block.
+        let span = |a: AxisId| {
+            let (first, len) = if a < t.n {
+                (tile_var("base", stage, a), t.tile[a])
+            } else {
+                let inner = t.reduce_axis(a).map_or(1, |r| r.inner);
+                (tile_var("k0", stage, a), inner)
+            };
+            (
+                IExpr::var(&first),
+                IExpr::var(&first).plus(IExpr::Const(len - 1)),
+            )
+        };
+        let mut conds = Vec::new();
+        for site in load_sites(e) {
+            let Expr::Load { index, .. } = site else {
+                unreachable!("load sites are loads")
+            };
+            let Source::Guarded { dims, guarded } = &self.access_of(site).source else {
+                continue;
+            };
+            for &d in guarded {
+                let ix = &index[d];
+                let (mut lo, mut hi) = (IExpr::Const(ix.offset), IExpr::Const(ix.offset));
+                for &(a, c) in &ix.terms {
+                    let (first, last) = span(a);
+                    let (at_lo, at_hi) = if c > 0 { (first, last) } else { (last, first) };
+                    lo = lo.plus(at_lo.times(IExpr::Const(c)));
+                    hi = hi.plus(at_hi.times(IExpr::Const(c)));
+                }
+                conds.push((IExpr::Const(-1), lo));
+                conds.push((hi, dims[d].clone()));
+            }
+        }
+        conds
+    }
+
+    fn eval(
+        &self,
+        e: &Expr,
+        p: &Point,
+        acc: &VExpr,
+        producer: Option<usize>,
+        border: bool,
+    ) -> VExpr {
         match e {
             Expr::Const(c) => VExpr::Const(*c),
             Expr::ShapeValue(v) => VExpr::FromIndex(self.dims.shape_value(*v)),
@@ -82,9 +144,16 @@ impl<'a> Sites<'a> {
                 tensor: TensorRef::Stage(t),
                 ..
             } if Some(*t) == producer => acc.clone(),
-            Expr::Load { index, .. } => {
+            Expr::Load { index, pad, .. } => {
                 let access = self.access_of(e);
                 let (_, stride) = self.idx.load_index(access, index, p);
+                let guard = match &access.source {
+                    Source::Guarded { guarded, dims } if border => guarded
+                        .iter()
+                        .map(|&d| self.guard(&index[d], &dims[d], p))
+                        .collect(),
+                    _ => Vec::new(),
+                };
                 // The site's index at the tile origin (a `Let` of `base_lets`) plus
                 // this point's constant offset.
                 let index =
@@ -92,19 +161,42 @@ impl<'a> Sites<'a> {
                 VExpr::Load {
                     buf: access.buf.clone(),
                     index,
-                    guard: Vec::new(),
-                    pad: 0.0,
+                    guard,
+                    pad: pad.unwrap_or(0.0),
                     lanes: if stride == 0 { 1 } else { self.idx.t.lanes() },
                     stride,
                 }
             }
-            Expr::Unary(op, a) => VExpr::Unary(*op, Box::new(self.value(a, p, acc, producer))),
+            Expr::Unary(op, a) => {
+                VExpr::Unary(*op, Box::new(self.eval(a, p, acc, producer, border)))
+            }
             Expr::Binary(op, a, b) => VExpr::Binary(
                 *op,
-                Box::new(self.value(a, p, acc, producer)),
-                Box::new(self.value(b, p, acc, producer)),
+                Box::new(self.eval(a, p, acc, producer, border)),
+                Box::new(self.eval(b, p, acc, producer, border)),
             ),
             Expr::Reduce { .. } => acc.clone(),
+        }
+    }
+
+    /// The test of one dimension's index `ix` of a guarded read at a point.
+    fn guard(&self, ix: &Affine, dim: &IExpr, p: &Point) -> Guard {
+        let index = ix
+            .terms
+            .iter()
+            .fold(IExpr::Const(ix.offset), |acc, &(a, c)| {
+                acc.plus(self.idx.axis_value(a, p).times(IExpr::Const(c)))
+            });
+        let lane_step = ix
+            .terms
+            .iter()
+            .filter(|(a, _)| Some(*a) == self.idx.t.vector_axis())
+            .map(|(_, c)| c)
+            .sum();
+        Guard {
+            index,
+            lane_step,
+            bound: dim.clone(),
         }
     }
 }
