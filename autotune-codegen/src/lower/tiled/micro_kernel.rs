@@ -3,7 +3,10 @@
 //! with the innermost unrolled, and the store of the result with the fused
 //! consumer computed on the way. Everything is emitted twice where a tile may
 //! overhang the stage: plain for full tiles, guarded element- or lane-wise for
-//! the overhanging one, so that full tiles never branch.
+//! the overhanging one, so that full tiles never branch. Likewise the inner
+//! reduction loops where the plan reads a padded operand in place
+//! ([`crate::space::Read::Guard`]): once untested, for a tile whose reads
+//! stay inside, and once testing each read, for a border tile.
 //!
 //! When the reduction is split into several outer blocks, each block resumes
 //! from the partial sums the previous one stored in the output, and only the

@@ -20,7 +20,10 @@
 //! the buffer (or that are padded) are first copied into a buffer that covers
 //! the range, with the padding materialised; the generic kernel packs every
 //! operand, as only run time knows which reads leave. So no innermost loop
-//! branches on bounds.
+//! branches on bounds, except where the plan reads a padded operand in place
+//! instead of copying it ([`crate::space::Read::Guard`]): there each register
+//! tile tests once whether its reads stay inside, and only a border tile's
+//! code tests each read.
 //!
 //! This module only ties the parts together; each owns one concern, and each
 //! uses only those before it in this list:

@@ -1,7 +1,9 @@
 //! Where each load of the tiled stage reads from: the tensor itself, a
 //! pad-copy, or a tile-ordered pack. The decision is made once per load site,
 //! before the nest, and any copy is emitted ahead of it: that is what lets the
-//! register tile load without bounds checks, overhanging tiles included.
+//! register tile load without bounds checks, overhanging tiles included. (Or,
+//! where the plan asks, a padded tensor itself, whose border tiles test their
+//! reads: [`Source::Guarded`].)
 
 use std::collections::BTreeMap;
 
