@@ -363,19 +363,29 @@ pub fn variants(
     out
 }
 
-/// Configs a tuning run of `workload_id` starts from: its own cached config
-/// on this CPU (re-tuning, or stale: the last generator's winner is still a
-/// point of the space), its configs of other CPUs, then the winners of the
-/// operator's other workloads on `target`.
-pub fn seeds(
-    entries: &[Entry],
-    workload_id: &WorkloadId,
-    target: &Target,
-    cpu: &Cpu,
-) -> Vec<Config> {
+/// Configs a tuning run of a workload starts from ([`seeds`]).
+#[derive(Clone, Debug, Default)]
+pub struct Seeds {
+    /// The workload's own cached configs: this CPU's first (re-tuning, or
+    /// stale: the last generator's winner is still a point of the space), then
+    /// its configs of other CPUs and thread counts.
+    pub incumbents: Vec<Config>,
+    /// The winners of the operator's other workloads.
+    pub others: Vec<Config>,
+}
+
+/// The configs a tuning run of `workload_id` on `target` starts from.
+pub fn seeds(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu: &Cpu) -> Seeds {
     let mut on_target: Vec<&Entry> = entries.iter().filter(|e| e.target == *target).collect();
-    on_target.sort_by_key(|e| (e.workload_id != *workload_id, !cpu.same(&e.tuned_on())));
-    on_target.iter().map(|e| e.config.clone()).collect()
+    on_target.sort_by_key(|e| !cpu.same(&e.tuned_on()));
+    let (own, others): (Vec<&Entry>, Vec<&Entry>) = on_target
+        .into_iter()
+        .partition(|e| e.workload_id == *workload_id);
+    let configs = |es: Vec<&Entry>| es.into_iter().map(|e| e.config.clone()).collect();
+    Seeds {
+        incumbents: configs(own),
+        others: configs(others),
+    }
 }
 
 /// Adds `entry` to the operator's file, replacing the entry of the same

@@ -163,7 +163,7 @@ pub(crate) fn for_operator(
 fn tune_miss(
     w: &Workload,
     all_ops: &[Operator],
-    seeds: &[Config],
+    seeds: &cache::Seeds,
     cache_dir: &Path,
     settings: &Settings,
     retune: bool,
@@ -176,7 +176,7 @@ fn tune_miss(
 fn tune_miss(
     w: &Workload,
     _: &[Operator],
-    _: &[Config],
+    _: &cache::Seeds,
     cache_dir: &Path,
     _: &Settings,
     _: bool,

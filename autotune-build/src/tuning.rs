@@ -87,7 +87,7 @@ fn hold_cores(jobs: usize) -> HeldCores {
 pub(crate) fn tune_one(
     w: &Workload,
     all_ops: &[Operator],
-    seeds: &[Config],
+    seeds: &crate::cache::Seeds,
     cache_dir: &Path,
     settings: &Settings,
     retune: bool,
@@ -128,7 +128,8 @@ pub(crate) fn tune_one(
             sources.extend(settings.user_store.clone());
             sources
         }),
-        seeds: seeds.to_vec(),
+        incumbents: seeds.incumbents.clone(),
+        seeds: seeds.others.clone(),
         mirror: settings
             .user_store
             .as_ref()

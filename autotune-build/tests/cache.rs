@@ -286,10 +286,12 @@ fn entries_of_several_cpus_live_side_by_side() {
         vec![]
     );
 
-    // A re-tune starts from this CPU's own config, then the others'.
+    // A re-tune starts from this CPU's own config, then the others' (all the
+    // workload's own: the incumbents its run re-times beside its best).
     let seeds = cache::seeds(&with_stale, &id("mm[M1]"), &t, &zen5);
-    assert_eq!(seeds.first(), Some(&stale.config));
-    assert_eq!(seeds.len(), 3);
+    assert_eq!(seeds.incumbents.first(), Some(&stale.config));
+    assert_eq!(seeds.incumbents.len(), 3);
+    assert!(seeds.others.is_empty());
 }
 
 #[test]

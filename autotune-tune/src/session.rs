@@ -61,6 +61,9 @@ pub struct TuneOptions {
     /// ([`confirm`], after the trial and time budgets); below 2, the best
     /// single measurement wins.
     pub confirm: usize,
+    /// Configs re-timed beside the best wherever the run measured them (the
+    /// cache's own configs of the workload, [`TuningSession::incumbents`]).
+    pub incumbents: Vec<Config>,
     /// Where batch programs are built.
     pub dir: PathBuf,
     /// Record log to resume from and append to.
@@ -87,6 +90,7 @@ impl Default for TuneOptions {
                 ..TimingOptions::default()
             },
             confirm: 4,
+            incumbents: Vec::new(),
             dir: PathBuf::from("target/autotune/tune"),
             log: None,
             seed: 1,
@@ -301,7 +305,7 @@ pub fn tune(
         summary.tuner += t2.elapsed();
         let _ = std::fs::remove_dir_all(&batch.dir);
     }
-    let contenders = contenders(&scored, opts.confirm);
+    let contenders = contenders(&scored, opts.confirm, &opts.incumbents);
     if contenders.len() > 1 {
         let harness = harness_of(&mut harness, w, opts)?;
         if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders)? {
@@ -317,8 +321,9 @@ pub fn tune(
 }
 
 /// The configs the winner is re-timed against: the best of each config
-/// measured within [`CONFIRM_WITHIN`] of the best, at most `most`, best first.
-fn contenders(scored: &[(Config, f64)], most: usize) -> Vec<(Config, f64)> {
+/// measured within [`CONFIRM_WITHIN`] of the best, at most `most`, best first,
+/// then every one of `incumbents` that was measured, however far behind.
+fn contenders(scored: &[(Config, f64)], most: usize, incumbents: &[Config]) -> Vec<(Config, f64)> {
     let mut best: BTreeMap<&Config, f64> = BTreeMap::new();
     for (c, g) in scored {
         let b = best.entry(c).or_insert(*g);
@@ -327,9 +332,16 @@ fn contenders(scored: &[(Config, f64)], most: usize) -> Vec<(Config, f64)> {
     let mut out: Vec<(Config, f64)> = best.into_iter().map(|(c, g)| (c.clone(), g)).collect();
     out.sort_by(|a, b| b.1.total_cmp(&a.1));
     let top = out.first().map_or(0.0, |b| b.1);
-    out.retain(|(_, g)| *g >= top * (1.0 - CONFIRM_WITHIN));
-    out.truncate(most);
-    out
+    let (mut near, rest): (Vec<_>, Vec<_>) = out
+        .into_iter()
+        .partition(|(_, g)| *g >= top * (1.0 - CONFIRM_WITHIN));
+    near.truncate(most);
+    for (c, g) in rest {
+        if incumbents.contains(&c) && !near.iter().any(|(n, _)| *n == c) {
+            near.push((c, g));
+        }
+    }
+    near
 }
 
 /// Times `contenders` (best first) again, round-robin, [`CONFIRM_ROUNDS`]
@@ -451,7 +463,12 @@ pub struct TuningSession<'a> {
     pub options: TuneOptions,
     /// Record logs (files or directories) to learn from; `None`: no transfer.
     pub history: Option<Vec<PathBuf>>,
-    /// Configs to measure first (the cached winners of the operator's other
+    /// The workload's own cached configs (other CPUs' or thread counts', or
+    /// the one being re-tuned): measured first, and re-timed beside the run's
+    /// best before it is reported, so that one measurement in a noisy moment
+    /// cannot drop what the cache holds.
+    pub incumbents: Vec<Config>,
+    /// Configs to measure next (the cached winners of the operator's other
     /// workloads).
     pub seeds: Vec<Config>,
     /// A second log every record is appended to (the per-user store); a failed
@@ -533,9 +550,11 @@ impl TuningSession<'_> {
             }
             _ => None,
         };
-        let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &self.seeds, pretrained)?;
+        let seeds = [&self.incumbents[..], &self.seeds[..]].concat();
+        let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &seeds, pretrained)?;
         let mirror = self.mirror.as_ref();
         let mut options = self.options.clone();
+        options.incumbents = self.incumbents.clone();
         if matches!(spec, TunerSpec::FewShot { .. }) {
             options.batch = options.batch.min(crate::search::FEW_SHOT_BATCH);
             // A few-shot run is a few dozen trials: re-timing four configs
@@ -579,7 +598,7 @@ mod tests {
             (config(4), 89.9), // more than 10% behind
             (config(5), 95.0),
         ];
-        let got: Vec<(i64, f64)> = contenders(&scored, 4)
+        let got: Vec<(i64, f64)> = contenders(&scored, 4, &[])
             .into_iter()
             .map(|(c, g)| {
                 (
@@ -590,7 +609,11 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [(2, 100.0), (5, 95.0), (3, 91.0)]);
-        assert_eq!(contenders(&scored, 2).len(), 2, "at most `most`");
-        assert!(contenders(&[], 4).is_empty());
+        assert_eq!(contenders(&scored, 2, &[]).len(), 2, "at most `most`");
+        assert!(contenders(&[], 4, &[]).is_empty());
+        // An incumbent is re-timed however far behind its one measurement was.
+        let with = contenders(&scored, 2, &[config(1), config(9)]);
+        assert_eq!(with.len(), 3, "{with:?}");
+        assert_eq!(with[2], (config(1), 50.0));
     }
 }

@@ -595,6 +595,7 @@ fn main() -> Result<()> {
                 (_, Some(path)) => Some(autotune_tune::pretrained::Pretrained::load(path)?),
                 _ => None,
             };
+            let seeds = cache::seeds(&entries, &id, &host, &cpu);
             let session = TuningSession {
                 workload: &w,
                 operators: &ops,
@@ -624,8 +625,9 @@ fn main() -> Result<()> {
                         history
                     }
                 }),
-                // As the build: the cached config and the operator's other winners.
-                seeds: cache::seeds(&entries, &id, &host, &cpu),
+                // As the build: the cached configs and the operator's other winners.
+                incumbents: seeds.incumbents,
+                seeds: seeds.others,
                 mirror: None,
                 pretrained: pretrained.as_ref(),
             };
