@@ -113,6 +113,7 @@ pub(crate) fn tune_one(
             time: Some(Duration::from_secs_f64(settings.budget.seconds)),
             dir: settings.out_dir.join("autotune-tune").join(&w.op.name),
             log: Some(records.join(format!("{}.jsonl", w.op.name))).filter(|_| settings.local),
+            incumbents: seeds.incumbents.clone(),
             target: settings.target.clone(),
             // Time with the threads the shipped kernel will use, so a serial
             // schedule cannot win on a multi-core machine.
@@ -128,7 +129,6 @@ pub(crate) fn tune_one(
             sources.extend(settings.user_store.clone());
             sources
         }),
-        incumbents: seeds.incumbents.clone(),
         seeds: seeds.others.clone(),
         mirror: settings
             .user_store

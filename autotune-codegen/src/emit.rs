@@ -866,18 +866,15 @@ impl Writer {
                 stride,
             } => {
                 let idx = iexpr(index);
-                // The tests of `guards` at lane `l` (a C expression).
-                let test = |guards: &mut dyn Iterator<Item = &Guard>, l: &str| -> Vec<String> {
-                    guards
-                        .map(|g| {
-                            let e = match (g.lane_step, l) {
-                                (0, _) | (_, "0") => iexpr(&g.index),
-                                (step, l) => format!("({} + {l} * {step})", iexpr(&g.index)),
-                            };
-                            format!("0 <= {e} && {e} < {}", iexpr(&g.bound))
-                        })
-                        .collect()
+                // The test of a guard at lane `l` (a C expression).
+                let test = |g: &Guard, l: &str| -> String {
+                    let e = match (g.lane_step, l) {
+                        (0, _) | (_, "0") => iexpr(&g.index),
+                        (step, l) => format!("({} + {l} * {step})", iexpr(&g.index)),
+                    };
+                    format!("0 <= {e} && {e} < {}", iexpr(&g.bound))
                 };
+                let all_at = |l: &str| guard.iter().map(|g| test(g, l)).collect::<Vec<_>>();
                 if *lanes > 1 {
                     let text = if *stride == 1 {
                         format!("(*(const {} *)&{buf}[{idx}])", self.uvtype(*lanes))
@@ -904,13 +901,17 @@ impl Writer {
                     let text = format!(
                         "({{ {vt} gv__; if ({all}) gv__ = {text}; else for (int gl__ = 0; gl__ < {lanes}; ++gl__) gv__[gl__] = ({lane}) ? {buf}[{idx} + gl__ * {stride}] : {pad}; gv__; }})",
                         vt = self.vtype(*lanes),
-                        all = [
-                            test(&mut guard.iter(), "0"),
-                            test(&mut guard.iter().filter(|g| g.lane_step != 0), &last),
-                        ]
-                        .concat()
-                        .join(" && "),
-                        lane = test(&mut guard.iter(), "gl__").join(" && "),
+                        all = all_at("0")
+                            .into_iter()
+                            .chain(
+                                guard
+                                    .iter()
+                                    .filter(|g| g.lane_step != 0)
+                                    .map(|g| test(g, &last))
+                            )
+                            .collect::<Vec<_>>()
+                            .join(" && "),
+                        lane = all_at("gl__").join(" && "),
                         pad = self.constant(*pad),
                     );
                     return (text, *lanes);
@@ -922,7 +923,7 @@ impl Writer {
                 (
                     format!(
                         "({} ? {load} : {})",
-                        test(&mut guard.iter(), "0").join(" && "),
+                        all_at("0").join(" && "),
                         self.constant(*pad)
                     ),
                     1,

@@ -144,6 +144,11 @@ pub enum VExpr {
 /// innermost loops test bounds.
 pub const BORDER_TILE: &str = "border tile: guarded reads tested";
 
+/// Whether `code` (the `else` of an `If`) is a border tile's code.
+pub fn opens_border_tile(code: &[Stmt]) -> bool {
+    matches!(code.first(), Some(Stmt::Comment(c)) if c == BORDER_TILE)
+}
+
 /// A bounds test of a guarded load: `0 <= index + l * lane_step < bound` for
 /// lane `l` (`lane_step` is 0 for a scalar, or where the lanes run along
 /// another dimension).

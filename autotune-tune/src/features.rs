@@ -37,7 +37,7 @@ use std::fmt;
 use autotune_lang::ir::{DType, Operator, TensorRef};
 use autotune_lang::mangle::Variant;
 
-use autotune_codegen::loopnest::{IExpr, Kernel, LoopKind, Stmt, VExpr, BORDER_TILE};
+use autotune_codegen::loopnest::{opens_border_tile, IExpr, Kernel, LoopKind, Stmt, VExpr};
 use autotune_codegen::lower::nest_shape;
 use autotune_codegen::lower::shape::{LoopRun, NestShape, OperandShape, Storage};
 use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
@@ -871,7 +871,7 @@ impl Walker {
                 // border tile's code: the plan's features describe a
                 // guarded read as read in place, and so does this walk.
                 self.stmts(then);
-                if !matches!(otherwise.first(), Some(Stmt::Comment(c)) if c == BORDER_TILE) {
+                if !opens_border_tile(otherwise) {
                     self.stmts(otherwise);
                 }
             }

@@ -61,8 +61,10 @@ pub struct TuneOptions {
     /// ([`confirm`], after the trial and time budgets); below 2, the best
     /// single measurement wins.
     pub confirm: usize,
-    /// Configs re-timed beside the best wherever the run measured them (the
-    /// cache's own configs of the workload, [`TuningSession::incumbents`]).
+    /// The workload's own cached configs (other CPUs' or thread counts', or
+    /// the one being re-tuned): a session measures them first, and the run
+    /// re-times each one it measured beside its best, so that one measurement
+    /// in a noisy moment cannot drop what the cache holds.
     pub incumbents: Vec<Config>,
     /// Where batch programs are built.
     pub dir: PathBuf,
@@ -335,12 +337,13 @@ fn contenders(scored: &[(Config, f64)], most: usize, incumbents: &[Config]) -> V
     let (mut near, rest): (Vec<_>, Vec<_>) = out
         .into_iter()
         .partition(|(_, g)| *g >= top * (1.0 - CONFIRM_WITHIN));
-    near.truncate(most);
-    for (c, g) in rest {
-        if incumbents.contains(&c) && !near.iter().any(|(n, _)| *n == c) {
-            near.push((c, g));
-        }
-    }
+    let beyond = near.split_off(most.min(near.len()));
+    near.extend(
+        beyond
+            .into_iter()
+            .chain(rest)
+            .filter(|(c, _)| incumbents.contains(c)),
+    );
     near
 }
 
@@ -463,13 +466,8 @@ pub struct TuningSession<'a> {
     pub options: TuneOptions,
     /// Record logs (files or directories) to learn from; `None`: no transfer.
     pub history: Option<Vec<PathBuf>>,
-    /// The workload's own cached configs (other CPUs' or thread counts', or
-    /// the one being re-tuned): measured first, and re-timed beside the run's
-    /// best before it is reported, so that one measurement in a noisy moment
-    /// cannot drop what the cache holds.
-    pub incumbents: Vec<Config>,
-    /// Configs to measure next (the cached winners of the operator's other
-    /// workloads).
+    /// Configs to measure after `options.incumbents` (the cached winners of
+    /// the operator's other workloads).
     pub seeds: Vec<Config>,
     /// A second log every record is appended to (the per-user store); a failed
     /// write there loses nothing and is ignored.
@@ -550,11 +548,10 @@ impl TuningSession<'_> {
             }
             _ => None,
         };
-        let seeds = [&self.incumbents[..], &self.seeds[..]].concat();
+        let seeds = [&self.options.incumbents[..], &self.seeds[..]].concat();
         let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &seeds, pretrained)?;
         let mirror = self.mirror.as_ref();
         let mut options = self.options.clone();
-        options.incumbents = self.incumbents.clone();
         if matches!(spec, TunerSpec::FewShot { .. }) {
             options.batch = options.batch.min(crate::search::FEW_SHOT_BATCH);
             // A few-shot run is a few dozen trials: re-timing four configs
@@ -615,5 +612,9 @@ mod tests {
         let with = contenders(&scored, 2, &[config(1), config(9)]);
         assert_eq!(with.len(), 3, "{with:?}");
         assert_eq!(with[2], (config(1), 50.0));
+        // Also one near the best but beyond `most`.
+        let with = contenders(&scored, 1, &[config(5)]);
+        assert_eq!(with.len(), 2, "{with:?}");
+        assert_eq!(with[1], (config(5), 95.0));
     }
 }

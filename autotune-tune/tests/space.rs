@@ -425,7 +425,7 @@ fn guarded(space: &Space, configs: &[Config]) -> Vec<Config> {
 /// Random configs of every operator of the test set, lowered, walked.
 #[test]
 fn only_border_tiles_test_bounds_in_the_inner_loops() {
-    use autotune_codegen::loopnest::{Stmt, VExpr, BORDER_TILE};
+    use autotune_codegen::loopnest::{opens_border_tile, Stmt, VExpr};
     use autotune_lang::mangle::Variant;
 
     /// Guarded loads in `e`.
@@ -454,9 +454,12 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
                     then, otherwise, ..
                 } => {
                     walk(then, in_ri, border, found);
-                    let opens =
-                        matches!(otherwise.first(), Some(Stmt::Comment(c)) if c == BORDER_TILE);
-                    walk(otherwise, in_ri, border || opens, found);
+                    walk(
+                        otherwise,
+                        in_ri,
+                        border || opens_border_tile(otherwise),
+                        found,
+                    );
                     continue;
                 }
                 Stmt::Local { init: v, .. }

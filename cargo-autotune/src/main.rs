@@ -614,6 +614,7 @@ fn main() -> Result<()> {
                     log: Some(log.clone()),
                     seed,
                     target: host.clone(),
+                    incumbents: seeds.incumbents,
                     ..defaults
                 },
                 history: (!no_transfer).then(|| {
@@ -625,8 +626,7 @@ fn main() -> Result<()> {
                         history
                     }
                 }),
-                // As the build: the cached configs and the operator's other winners.
-                incumbents: seeds.incumbents,
+                // As the build: the cached configs, then the operator's other winners.
                 seeds: seeds.others,
                 mirror: None,
                 pretrained: pretrained.as_ref(),
