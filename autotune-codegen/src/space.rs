@@ -299,6 +299,8 @@ pub enum StageKind {
 pub struct TiledStage {
     pub prefix: String,
     pub n_spatial: usize,
+    /// Extent of each spatial axis at the space's shapes.
+    pub extents: Vec<i64>,
     /// Reduction axes (ids in `Stage::axes`) of the stage's one reduction.
     pub reduce_axes: Vec<usize>,
     /// Number of load sites (pre-order) in the stage body.
@@ -350,6 +352,13 @@ pub enum Read {
 }
 
 impl StagePlan {
+    /// Whether the register tile has a vector wholly past the end of its axis
+    /// (`extents`: of the spatial axes), e.g. 3 vectors of 16 on an axis of 16.
+    pub fn overhangs(&self, extents: &[i64]) -> bool {
+        self.vector
+            .is_some_and(|(a, w)| self.tile[a] - w as i64 >= extents[a])
+    }
+
     /// Locals of the register tile: elements, counting a vector as one.
     pub fn accumulators(&self) -> usize {
         self.tile
@@ -409,6 +418,11 @@ impl Space {
             let info = TiledStage {
                 prefix: prefix.clone(),
                 n_spatial: stage.n_spatial,
+                extents: stage
+                    .spatial_axes()
+                    .iter()
+                    .map(|a| a.extent.value(shapes))
+                    .collect(),
                 reduce_axes: reduce_axes.clone(),
                 loads: load_sites(&stage.body).len(),
                 guardable: guardable_sites(stage),
@@ -496,24 +510,33 @@ impl Space {
 
     /// Whether search tuners should consider a config: register tiles of at most
     /// 32 accumulators (the AVX-512 register file) and 256 statements in all the
-    /// unrolled tiles. Every config is correct, but very large tiles spill
-    /// registers and take seconds to compile.
+    /// unrolled tiles, none with a vector wholly past its axis. Every config is
+    /// correct, but very large tiles spill registers and take seconds to compile,
+    /// and a vector past the axis computes nothing that is kept.
     pub fn sensible(&self, config: &Config) -> bool {
         let Ok(plan) = self.plan(&self.op, config) else {
             return false;
         };
-        let tiles: Vec<&StagePlan> = plan
+        let tiles: Vec<(&TiledStage, &StagePlan)> = self
+            .stages
             .iter()
-            .filter_map(|s| match s {
-                StageSchedule::Tiled(p) => Some(p),
+            .zip(&plan)
+            .filter_map(|(kind, s)| match (kind, s) {
+                (
+                    StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. },
+                    StageSchedule::Tiled(p),
+                ) => Some((i, p)),
                 _ => None,
             })
             .collect();
         let statements: usize = tiles
             .iter()
-            .map(|p| p.accumulators() * p.unroll.max(1))
+            .map(|(_, p)| p.accumulators() * p.unroll.max(1))
             .sum();
-        tiles.iter().all(|p| p.accumulators() <= 32) && statements <= 256
+        tiles
+            .iter()
+            .all(|(i, p)| p.accumulators() <= 32 && !p.overhangs(&i.extents))
+            && statements <= 256
     }
 
     /// The choice position of every knob at `index` (mixed radix, first knob fastest).
@@ -598,32 +621,38 @@ impl Space {
                 DType::F32 => 16,
                 DType::F64 => 8,
             };
+            // The last axis vectorised, with the widest vector it fills.
+            let vector = last.and_then(|a| {
+                let e = stage.axes[a].extent.value(shapes);
+                let w = if e >= width {
+                    width
+                } else if e >= width / 2 {
+                    width / 2
+                } else {
+                    return None;
+                };
+                let name = Value::Name(format!("{}{w}", stage.axes[a].name));
+                let offered = self.knobs.iter().any(|k| {
+                    k.name == KnobName::new(p, KnobKind::Vector) && k.choices.contains(&name)
+                });
+                offered.then_some((name, e, w))
+            });
             for k in self.knobs.iter().filter(|k| k.name.stage == *p) {
                 let v = if k.name.kind == KnobKind::Vector {
-                    match last {
-                        Some(a) => {
-                            let e = stage.axes[a].extent.value(shapes);
-                            let w = if e >= width {
-                                width
-                            } else if e >= width / 2 {
-                                width / 2
-                            } else {
-                                0
-                            };
-                            let name = format!("{}{w}", stage.axes[a].name);
-                            if w > 0 && k.choices.contains(&Value::Name(name.clone())) {
-                                Value::Name(name)
-                            } else {
-                                Value::Name("none".into())
-                            }
-                        }
-                        None => Value::Name("none".into()),
-                    }
+                    vector
+                        .as_ref()
+                        .map_or(Value::Name("none".into()), |(name, ..)| name.clone())
                 } else if let KnobKind::Tile(axis) = &k.name.kind {
-                    // About 6 rows × 3 vectors: 18 accumulators, as a GEMM micro-kernel.
+                    // About 6 rows × 3 vectors: 18 accumulators, as a GEMM micro-kernel;
+                    // no more vectors than the axis fills.
                     let a = stage.axes.iter().position(|x| x.name == *axis).unwrap_or(0);
                     if Some(a) == last {
-                        pick(k, 3)
+                        pick(
+                            k,
+                            vector
+                                .as_ref()
+                                .map_or(3, |(_, e, w)| 3.min((e + w - 1) / w)),
+                        )
                     } else if last.and_then(|l| l.checked_sub(1)) == Some(a) {
                         pick(k, 6)
                     } else {

@@ -264,6 +264,63 @@ fn config_index_bijection_and_text_roundtrip() {
     }
 }
 
+/// A vector wholly past the end of its axis computes nothing that is kept: no
+/// config with one is sensible (so no search proposes it), and no default
+/// config has one.
+#[test]
+fn sensible_configs_keep_every_vector_on_its_axis() {
+    use autotune_codegen::space::StageKind;
+    let mut past = 0;
+    for op in test_ops() {
+        for spec in &op.specializations {
+            let space = Space::new(&op, &spec.values);
+            let default = space.default_config(&op, &spec.values);
+            assert!(space.sensible(&default), "{}: default {default}", op.name);
+            for (s, kind) in space.stages.iter().enumerate() {
+                let (StageKind::Tiled(info) | StageKind::FusibleInto { own: info, .. }) = kind
+                else {
+                    continue;
+                };
+                let knob = |name: String| space.knobs.iter().find(|k| k.name.to_string() == name);
+                let Some(vector) = knob(format!("{}.vector", info.prefix)) else {
+                    continue;
+                };
+                for (a, axis) in op.stages[s].spatial_axes().iter().enumerate() {
+                    let tile = knob(format!("{}.tile.{}", info.prefix, axis.name)).unwrap();
+                    for choice in &vector.choices {
+                        let Value::Name(v) = choice else { continue };
+                        let Some(w) = v
+                            .strip_prefix(axis.name.as_str())
+                            .and_then(|w| w.parse::<i64>().ok())
+                        else {
+                            continue;
+                        };
+                        for t in &tile.choices {
+                            let Value::Int(t) = t else { continue };
+                            let mut c = default.clone();
+                            c.0.insert(vector.name.clone(), choice.clone());
+                            c.0.insert(tile.name.clone(), Value::Int(*t));
+                            let tiled = matches!(
+                                space.plan(&op, &c).unwrap()[s],
+                                autotune_codegen::space::StageSchedule::Tiled(_)
+                            );
+                            if tiled && (t - 1) * w >= info.extents[a] {
+                                past += 1;
+                                assert!(
+                                    !space.sensible(&c),
+                                    "{}: {c} has a vector past its axis",
+                                    op.name
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(past > 0, "the test set has tiles that could overhang");
+}
+
 /// A fused epilogue's own knobs are dead: configs differing only there get one index
 /// and the same C, so tuners never measure the same kernel twice.
 #[test]

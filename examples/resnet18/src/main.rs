@@ -3,9 +3,9 @@
 //! (median of repeats) on one thread and on every core.
 //!
 //! `resnet18 [--layers] [--threads 1,2] [--export DIR]`
-//! - `--layers`: also time each operator call of the network on its own (and compare
-//!   their sum with the pass), and each of the twelve conv layers C1–C12 of the AutoTVM
-//!   paper's table with the network's kernels;
+//! - `--layers`: also time each operator call of the network on its own and inside
+//!   the pass (and compare their sums with the pass), and each of the twelve conv
+//!   layers C1–C12 of the AutoTVM paper's table with the network's kernels;
 //! - `--threads`: the thread counts to time (default: 1 and all CPUs);
 //! - `--export DIR`: write the weights, the input and the logits for the peer benchmark.
 
@@ -32,8 +32,7 @@ fn time(min: Duration, min_samples: usize, mut f: impl FnMut()) -> f64 {
         f();
         samples.push(t.elapsed().as_secs_f64());
     }
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    median(samples)
 }
 
 struct Args {
@@ -79,25 +78,55 @@ fn random(rng: &mut StdRng, n: usize) -> Vec<f32> {
 }
 
 /// Times each operator call of the network warm, on its own (repeated where the pass
-/// makes it), and compares their sum with the pass's `pass_secs`: what the pass loses
-/// between its calls (caches refilled, weights streamed in).
+/// makes it), and inside the pass (each call timed once per pass, median over passes),
+/// and compares their sums with the pass's `pass_secs`: what a call loses in the pass
+/// (caches refilled, weights streamed in) shows as its in-pass time over its warm one.
 fn time_nodes(net: &ResNet18, input: &[f32], ws: &mut net::Workspace, nt: usize, pass_secs: f64) {
+    let mut in_pass: Vec<Vec<f64>> = Vec::new();
+    for _ in 0..PASSES {
+        let mut i = 0;
+        net.forward_each(input, ws, Impl::Kernels, &mut |_, call| {
+            let t = Instant::now();
+            call();
+            let secs = t.elapsed().as_secs_f64();
+            match in_pass.get_mut(i) {
+                Some(samples) => samples.push(secs),
+                None => in_pass.push(vec![secs]),
+            }
+            i += 1;
+        });
+    }
     let mut nodes = Vec::new();
     net.forward_each(input, ws, Impl::Kernels, &mut |name, call| {
         nodes.push((name, time(Duration::from_millis(100), 20, call)));
     });
-    for (i, (name, secs)) in nodes.iter().enumerate() {
+    let in_pass: Vec<f64> = in_pass.into_iter().map(median).collect();
+    for (i, ((name, warm), pass)) in nodes.iter().zip(&in_pass).enumerate() {
         let name = name.trim_end_matches("_into");
-        println!("node {i:2} threads={nt}: {:8.3} ms  ({name})", secs * 1e3);
+        println!(
+            "node {i:2} threads={nt}: {:8.3} ms warm  {:8.3} ms in the pass  ({name})",
+            warm * 1e3,
+            pass * 1e3
+        );
     }
     let sum: f64 = nodes.iter().map(|n| n.1).sum();
     println!(
-        "nodes threads={nt}: the pass {:.3} ms is {:.2}x the sum of its {} calls' warm times, {:.3} ms",
+        "nodes threads={nt}: the pass {:.3} ms is {:.2}x the sum of its {} calls' warm times, {:.3} ms \
+         (their in-pass times sum to {:.3} ms)",
         pass_secs * 1e3,
         pass_secs / sum,
         nodes.len(),
-        sum * 1e3
+        sum * 1e3,
+        in_pass.iter().sum::<f64>() * 1e3
     );
+}
+
+/// Passes whose calls are timed one by one.
+const PASSES: usize = 30;
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
 }
 
 /// The logits of the kernels and of the naive references for one input.
