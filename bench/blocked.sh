@@ -4,7 +4,8 @@
 # (NCHW, the committed cache's config for this CPU at 1 thread) and as hand-blocked
 # operators (bench/blocked_ops.rs, nChw16c) with hand-picked configs (vectors along
 # the output channels of a block, the input read in place as broadcasts), alternating,
-# ROUNDS rounds, beside the FMA peak of each round. Writes
+# ROUNDS rounds, beside the FMA peak and oneDNN's direct convolution (its own blocked
+# layouts; `gflops_med` is the convolution alone) of each round. Writes
 # bench/results/blocked-<time>.log.
 #   bash bench/blocked.sh
 set -euo pipefail
@@ -16,7 +17,10 @@ OUT="$ROOT/bench/results/blocked-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-blocked.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 autotune_cli
+dpkg -s libdnnl-dev >/dev/null 2>&1 ||
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libdnnl-dev; }
 gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
+g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$WORK/dnnl_conv" -ldnnl
 # The epilogue stage is fused into the convolution's store, so its knobs are dead.
 OUT_KNOBS="output.block.h=1,output.block.kb=1,output.block.ki=1,output.block.v=1,output.order=kb-h-v-ki,output.parallel=0,output.tile.h=1,output.tile.kb=1,output.tile.ki=1,output.tile.v=1,output.vector=none"
 # 2 vectors of 16 output channels × 7 output columns: 14 accumulators.
@@ -39,6 +43,8 @@ C5 conv1x1s2_bias 0 conv1x1s2_blocked 0 y.block.kb=8,y.pack.0=0,y.split.cb=4
 C11 conv1x1s2_bias 2 conv1x1s2_blocked 1 y.block.kb=32,y.pack.0=0,y.split.cb=16
 C9 conv3x3_relu 2 conv3x3_blocked 0 y.block.kb=16,y.pack.0=2,y.split.cb=16,y.split.r=3,y.split.s=3
 LAYERS
+        OMP_NUM_THREADS=1 OMP_PROC_BIND=true "$WORK/dnnl_conv" direct 64,56,128,1,2,0 256,14,512,1,2,0 \
+            256,14,256,3,1,1 | grep RESULT | sed 's/ e2e_.*impl=/ impl=/'
     done
 } | tee "$OUT"
 echo "wrote $OUT"
