@@ -3,7 +3,8 @@
 # with today's schedule space: three ResNet-18 layers timed as the example ships them
 # (NCHW, the committed cache's config for this CPU at 1 thread) and as hand-blocked
 # operators (bench/blocked_ops.rs, nChw16c) with hand-picked configs (vectors along
-# the output channels of a block, the input read in place as broadcasts), alternating,
+# the output channels of a block, the input read in place as broadcasts; C9 twice: with
+# cache blocks that keep its weights near, and with the 1x1 layers' blocks), alternating,
 # ROUNDS rounds, beside the FMA peak and oneDNN's direct convolution (its own blocked
 # layouts; `gflops_med` is the convolution alone) of each round. Writes
 # bench/results/blocked-<time>.log.
@@ -23,8 +24,9 @@ gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
 g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$WORK/dnnl_conv" -ldnnl
 # The epilogue stage is fused into the convolution's store, so its knobs are dead.
 OUT_KNOBS="output.block.h=1,output.block.kb=1,output.block.ki=1,output.block.v=1,output.order=kb-h-v-ki,output.parallel=0,output.tile.h=1,output.tile.kb=1,output.tile.ki=1,output.tile.v=1,output.vector=none"
-# 2 vectors of 16 output channels × 7 output columns: 14 accumulators.
-TILE="y.block.h=1,y.block.ki=1,y.block.v=1,y.fuse=1,y.order=kb-h-v-ki,y.pack.1=1,y.parallel=1,y.split.ci=16,y.tile.h=1,y.tile.kb=2,y.tile.ki=1,y.tile.v=7,y.unroll=4,y.vector=ki16"
+# Vectors of 16 output channels, the channel within an input block innermost and
+# unrolled by 4, weights packed; tiles and cache blocks per layer below.
+TILE="y.block.ki=1,y.block.v=1,y.fuse=1,y.pack.1=1,y.parallel=1,y.split.ci=16,y.tile.h=1,y.tile.ki=1,y.unroll=4,y.vector=ki16"
 {
     echo "# blocked activations vs NCHW: $(date -u +%FT%TZ), $(lscpu | sed -n 's/^Model name: *//p'), commit $(git -C "$ROOT" rev-parse --short HEAD), 1 thread"
     for round in $(seq "$ROUNDS"); do
@@ -39,9 +41,10 @@ TILE="y.block.h=1,y.block.ki=1,y.block.v=1,y.fuse=1,y.order=kb-h-v-ki,y.pack.1=1
             echo "$layer nchw (cached): $nchw"
             echo "$layer blocked ($cfg): $blocked"
         done <<'LAYERS'
-C5 conv1x1s2_bias 0 conv1x1s2_blocked 0 y.block.kb=8,y.pack.0=0,y.split.cb=4
-C11 conv1x1s2_bias 2 conv1x1s2_blocked 1 y.block.kb=32,y.pack.0=0,y.split.cb=16
-C9 conv3x3_relu 2 conv3x3_blocked 0 y.block.kb=16,y.pack.0=2,y.split.cb=16,y.split.r=3,y.split.s=3
+C5 conv1x1s2_bias 0 conv1x1s2_blocked 0 y.order=kb-h-v-ki,y.tile.kb=2,y.tile.v=7,y.block.kb=8,y.block.h=1,y.pack.0=0,y.split.cb=4
+C11 conv1x1s2_bias 2 conv1x1s2_blocked 1 y.order=kb-h-v-ki,y.tile.kb=2,y.tile.v=7,y.block.kb=32,y.block.h=1,y.pack.0=0,y.split.cb=16
+C9 conv3x3_relu 2 conv3x3_blocked 0 y.order=h-v-ki-kb,y.tile.kb=1,y.tile.v=14,y.block.kb=4,y.block.h=4,y.pack.0=2,y.split.cb=16,y.split.r=3,y.split.s=3
+C9 conv3x3_relu 2 conv3x3_blocked 0 y.order=kb-h-v-ki,y.tile.kb=2,y.tile.v=7,y.block.kb=16,y.block.h=1,y.pack.0=2,y.split.cb=16,y.split.r=3,y.split.s=3
 LAYERS
         OMP_NUM_THREADS=1 OMP_PROC_BIND=true "$WORK/dnnl_conv" direct 64,56,128,1,2,0 256,14,512,1,2,0 \
             256,14,256,3,1,1 | grep RESULT | sed 's/ e2e_.*impl=/ impl=/'
