@@ -15,7 +15,9 @@
 //! Driver protocol: `prog INDEX DIR check OUT THREADS` writes candidate INDEX's output for
 //! the inputs `DIR/in<i>.bin` to OUT (`reference` instead of `check`: the
 //! reference's output); `prog INDEX DIR time MIN_SECONDS SAMPLES
-//! THREADS FLUSH` prints `median_s=… min_s=… max_s=… reps=…`.
+//! THREADS FLUSH` prints `median_s=… min_s=… max_s=… reps=…`. Timed calls find
+//! the constant inputs (and the copies the kernel keeps of them) evicted from
+//! the caches, or with FLUSH every cache evicted.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +50,9 @@ pub struct TimingOptions {
     pub samples: usize,
     pub threads: usize,
     /// Evict the caches before every call (then each sample is one call).
+    /// Without it, calls are timed warm but for the operator's constant inputs
+    /// and the copies kept of them, which leave the caches before every call
+    /// (as a network's weights do between its passes).
     pub flush: bool,
     /// Limit for one run of the program.
     pub timeout: Duration,
