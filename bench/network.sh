@@ -4,7 +4,9 @@
 # figures taken minutes apart; here each round times the FMA peak, the example (network,
 # each operator call on its own, layers C1-C12), ONNX Runtime (network, layers) and
 # oneDNN (layers) back to back, at 1 and 2 threads, and the report gives every round's
-# ratios and their medians. Writes bench/results/network-<time>.log.
+# ratios and their medians. Writes bench/results/network-<time>.log. BEFORE=<a resnet18
+# binary of another build> also times that build's network in each round, right after
+# this one's (a before/after in one sitting).
 #   ROUNDS=3 bash bench/network.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +28,7 @@ RESNET="$TARGET_DIR/release/resnet18"
 LAYERS="$(python3 "$ROOT/bench/resnet18_layers.py")"
 
 exec > >(tee "$LOG") 2>&1
-echo "# network rounds $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), $ROUNDS rounds"
+echo "# network rounds $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), $ROUNDS rounds${BEFORE:+, before: $BEFORE}"
 lscpu | grep -E 'Model name|^CPU\(s\)'
 echo "cpuid: $(grep -m1 'cpu family' /proc/cpuinfo | tr -dc 0-9)-$(grep -m1 '^model\s' /proc/cpuinfo | tr -dc 0-9)"
 for round in $(seq "$ROUNDS"); do
@@ -35,6 +37,7 @@ for round in $(seq "$ROUNDS"); do
     echo "## round $round, $nt thread(s), load $(cut -d' ' -f1 /proc/loadavg)"
     $BUILD/peak $nt | grep fma512
     $PIN "$RESNET" --layers --threads $nt
+    if [ -n "${BEFORE:-}" ]; then $PIN "$BEFORE" --threads $nt | sed -n 's/^network threads=/before network: threads=/p'; fi
     $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$BUILD/model" $nt
     OMP_NUM_THREADS=$nt OMP_PROC_BIND=true OMP_PLACES=cores $PIN $BUILD/dnnl_conv direct $LAYERS
   done

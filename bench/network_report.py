@@ -24,6 +24,8 @@ for i in range(1, len(rounds), 3):
         "ours": fig["ours_ms"],
         "ort": fig["ort_ms"],
         "ratio_nodes": num(rf"nodes threads={nt}: the pass [\d.]+ ms is ([\d.]+)x", sec),
+        # BEFORE's network, where the run had one
+        "before": num(rf"before network: threads={nt}: +([\d.]+) ms", sec),
         # (the example's GFLOP/s, oneDNN's, ONNX Runtime's)
         "layers": {n: (f["ours"], f["onednn"], f["ort"]) for n, f in fig["layers"].items()},
     }
@@ -41,6 +43,11 @@ for nt, rs in sorted(by_threads.items()):
     print("|---|---|---|---|---|---|")
     for i, r in enumerate(rs, 1):
         print(f"| {i} | {r['peak']} | {r['ours']:.2f} | {r['ort']:.2f} | {r['ort'] / r['ours']:.2f}× | {r['ratio_nodes']:.2f}× |")
+    if any(r["before"] for r in rs):
+        print("\nbefore (another build, same rounds): " + ", ".join(
+            f"{r['before']:.2f} ms ({r['before'] / r['ours']:.2f}× this build's time)" for r in rs if r["before"]))
+        print(f"median: {med(r['before'] for r in rs):.2f} ms; ONNX Runtime / before: "
+              f"{med(r['ort'] / r['before'] for r in rs if r['before']):.2f}×\n")
     print(
         f"| median | {med(r['peak'] for r in rs):.1f} | {med(r['ours'] for r in rs):.2f} | "
         f"{med(r['ort'] for r in rs):.2f} | {med(r['ort'] / r['ours'] for r in rs):.2f}× | "
