@@ -104,6 +104,8 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
         .chain(["out".to_string()])
         .chain((0..n_const).map(|i| format!("&slots[{i}]")))
         .collect();
+    // The kernels' blocks of copies, which timed runs evict.
+    driver.push_str(autotune_codegen::emit::CONSTANTS_C);
     driver.push_str(
         &MAIN
             .replace("ELEM_BITS", poison.0)
@@ -265,12 +267,10 @@ static void evict(const void *p, size_t bytes) {
   else
     for (; a < end; a += 64) _mm_clflush((const void *)a);
 }
-/* A block of copies starts with its list's next pointer (at_const_block). */
-struct const_block { struct const_block *next; };
 static void evict_constants(ELEM **in) {
   for (int c = 0; c < N_CONSTANTS; ++c) {
     evict(in[const_inputs[c]], sizeof(ELEM) * in_sizes[const_inputs[c]]);
-    for (struct const_block *b = slots[c]; b; b = b->next) evict(b, malloc_usable_size(b));
+    for (at_const_block *b = slots[c]; b; b = b->next) evict(b, malloc_usable_size(b));
   }
   _mm_mfence();
 }
