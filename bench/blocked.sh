@@ -18,8 +18,7 @@ OUT="$ROOT/bench/results/blocked-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-blocked.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 autotune_cli
-dpkg -s libdnnl-dev >/dev/null 2>&1 ||
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libdnnl-dev; }
+install_packages libdnnl-dev
 gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
 g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$WORK/dnnl_conv" -ldnnl
 # The epilogue stage is fused into the convolution's store, so its knobs are dead.

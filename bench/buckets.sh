@@ -20,9 +20,7 @@ PEERS="${PEERS:-$ROOT/../shared/peers}"
 BUILD="${BUILD:-/tmp/autotune-buckets}"
 OUT="${OUT:-$ROOT/bench/results/buckets-$(date +%Y%m%d-%H%M%S).log}"
 mkdir -p "$BUILD" "$(dirname "$OUT")"
-dpkg -s libopenblas-dev >/dev/null 2>&1 || {
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libopenblas-dev
-}
+install_packages libopenblas-dev
 
 build_peers
 autotune_cli

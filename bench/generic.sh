@@ -25,11 +25,7 @@ BUILD=/tmp/autotune-generic
 OUT="${OUT:-$ROOT/bench/results/generic-$(date +%Y%m%d-%H%M%S).log}"
 mkdir -p "$BUILD" "$(dirname "$OUT")"
 
-need=()
-for p in libopenblas-dev libdnnl-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
-if ((${#need[@]})); then
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
-fi
+install_packages libopenblas-dev libdnnl-dev
 
 build_peers conv
 autotune_cli

@@ -13,11 +13,7 @@ BUILD=/tmp/autotune-headroom
 OUT="$ROOT/bench/results/headroom-$(date +%Y%m%d-%H%M%S).log"
 mkdir -p "$BUILD" "$(dirname "$OUT")"
 
-need=()
-for p in libopenblas-dev libdnnl-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
-if ((${#need[@]})); then
-  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
-fi
+install_packages libopenblas-dev libdnnl-dev
 CFLAGS="-O3 -march=native"
 gcc $CFLAGS -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
 gcc $CFLAGS -fopenmp "$PEERS/c/stream.c" -o "$BUILD/stream"

@@ -15,14 +15,19 @@ autotune_cli() {
     AT="$CARGO_AUTOTUNE autotune"
 }
 
-# Installs what the peers need where it is missing: the Debian packages named, and
-# ONNX Runtime in the virtual environment $VENV.
-install_peers() {
+# Installs the Debian packages named where they are missing.
+install_packages() {
     local need=() p
-    for p in "$@" python3-venv; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+    for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
     if ((${#need[@]})); then
         apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
     fi
+}
+
+# Installs what the peers need where it is missing: the Debian packages named, and
+# ONNX Runtime in the virtual environment $VENV.
+install_peers() {
+    install_packages "$@" python3-venv
     if ! "$VENV/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
         python3 -m venv "$VENV"
         "$VENV/bin/pip" install -q onnxruntime==1.32.0 onnx==1.23.2 numpy
