@@ -158,6 +158,10 @@ impl std::fmt::Display for Confirmation {
     }
 }
 
+/// A trial whose first two samples each took this many times the best
+/// trial's seconds a call stops timing there (`Batch::time_unless_behind`).
+pub const GIVE_UP_BEHIND: f64 = 2.0;
+
 /// Configs measured within this share of the best are re-timed with it.
 pub const CONFIRM_WITHIN: f64 = 0.10;
 
@@ -269,9 +273,14 @@ pub fn tune(
             if opts.time.is_some_and(|t| start.elapsed() >= t) {
                 break;
             }
+            // Configs far behind the best so far are timed with fewer samples.
+            let give_up = summary
+                .best
+                .as_ref()
+                .map(|(_, g)| GIVE_UP_BEHIND * w.flops() / (g * 1e9));
             let outcome = batch
                 .check(k, &opts.timing)
-                .and_then(|_| batch.time(k, &opts.timing));
+                .and_then(|_| batch.time_unless_behind(k, &opts.timing, give_up));
             if matches!(&outcome, Err(e) if e.class() == ErrorClass::Harness) {
                 return Err(outcome.expect_err("matched above").into());
             }

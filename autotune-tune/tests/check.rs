@@ -141,3 +141,42 @@ fn a_sweep_is_timed_at_its_geometric_mean_rate() {
     assert!((got.median - 10.1).abs() < 1e-9, "{got:?}");
     assert_eq!(Timing::of_sweep(&[5.0], &[t(2.0)]), t(2.0));
 }
+
+/// A config far behind the search's best is timed with two samples instead
+/// of all of them (`Batch::time_unless_behind`); one that is not, in full.
+/// The candidate counts its calls: with one call a sample, a full timing
+/// makes the warm-up call and seven samples, a given-up one the warm-up and
+/// two.
+#[test]
+fn a_config_far_behind_is_timed_with_two_samples() {
+    let w = common::workload(
+        "specialize(N = 64)",
+        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
+    );
+    let dir = common::scratch("check-give-up");
+    let counts = dir.join("calls.txt");
+    let source = format!(
+        "#include <stdio.h>\n#include <stdlib.h>\nstatic long calls;\n\
+         static void report(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) {{ fprintf(f, \"%ld\", calls); fclose(f); }} }}\n\
+         {RELU_SIG} {{ if (!calls++) atexit(report); \
+         for (int i = 0; i < 64; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0; }}",
+        counts.display()
+    );
+    let opts = common::options(&dir);
+    let batch = autotune_tune::session::prepare(&w, &opts, &dir.join("harness"))
+        .unwrap()
+        .build(&[Candidate::Source(source)], &dir.join("batch"))
+        .unwrap();
+    let timing = autotune_tune::measure::TimingOptions {
+        min_sample_secs: 0.0,
+        samples: 7,
+        ..opts.timing
+    };
+    let calls = |give_up: Option<f64>| {
+        batch.time_unless_behind(0, &timing, give_up).unwrap();
+        std::fs::read_to_string(&counts).unwrap()
+    };
+    assert_eq!(calls(None), "8");
+    assert_eq!(calls(Some(1e3)), "8", "not behind: timed in full");
+    assert_eq!(calls(Some(1e-12)), "3", "behind: two samples");
+}

@@ -320,6 +320,9 @@ int main(int argc, char **argv) {
   int samples = atoi(argv[5]);
   PREFIX_set_num_threads(atoi(argv[6]));
   int flush = atoi(argv[7]);
+  /* Seconds a call past which two samples are enough (0: none): a search needs to
+   * know that a config is far behind, not by how much exactly. */
+  double give_up = argc > 8 ? atof(argv[8]) : 0;
   if (samples < 1) samples = 1;
   if (samples > 64) samples = 64;
   for (int p = 0; p < N_PARTS; ++p) {
@@ -349,6 +352,10 @@ int main(int argc, char **argv) {
         total += now() - a;
       }
       s[j] = total / (double)reps;
+      if (j == 1 && give_up > 0 && N_PARTS == 1 && s[0] > give_up && s[1] > give_up) {
+        samples = 2;
+        break;
+      }
     }
     qsort(s, (size_t)samples, sizeof s[0], cmp_double);
     printf("median_s=%.9e min_s=%.9e max_s=%.9e reps=%ld\n", s[samples / 2], s[0], s[samples - 1], reps);
