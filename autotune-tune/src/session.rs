@@ -316,7 +316,13 @@ pub fn tune(
         summary.tuner += t2.elapsed();
         let _ = std::fs::remove_dir_all(&batch.dir);
     }
-    let contenders = contenders(&scored, opts.confirm, &opts.incumbents);
+    // The default schedule is re-timed beside the best too, where it was
+    // measured: a winner whose one lucky trial beat it must beat it again.
+    let mut keep = opts.incumbents.clone();
+    if opts.confirm >= 2 {
+        keep.push(default);
+    }
+    let contenders = contenders(&scored, opts.confirm, &keep);
     if contenders.len() > 1 {
         let harness = harness_of(&mut harness, w, opts)?;
         if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders)? {
