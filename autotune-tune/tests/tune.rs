@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use autotune_codegen::Space;
 use autotune_codegen::Workload;
+use autotune_codegen::{Config, Space};
 use autotune_tune::measure::{Candidate, ErrorClass};
 use autotune_tune::session as tune;
-use autotune_tune::{record, tuner};
+use autotune_tune::{record, tuner, TuneOptions};
 
 mod common;
 
@@ -129,6 +129,26 @@ fn a_run_resumes_from_its_log() {
     assert!(second.best.unwrap().1 >= first.best.unwrap().1);
 }
 
+/// Appends to the run's log a trial of `config` that claims `gflops` (a
+/// measurement in a lucky or unlucky moment).
+fn claim(w: &Workload, opts: &TuneOptions, config: &Config, gflops: f64) {
+    let seconds = w.flops() / gflops / 1e9;
+    let timing = autotune_tune::measure::Timing {
+        median: seconds,
+        min: seconds,
+        max: seconds,
+    };
+    let r = record::Record::new(
+        w,
+        &opts.target,
+        opts.timing.threads,
+        "lucky",
+        config.clone(),
+        Ok(timing),
+    );
+    record::append(opts.log.as_ref().unwrap(), &r).unwrap();
+}
+
 #[test]
 fn a_lucky_measurement_is_timed_again_before_it_wins() {
     let w = workload(16, 24, 8);
@@ -144,21 +164,7 @@ fn a_lucky_measurement_is_timed_again_before_it_wins() {
         .collect();
     let log = opts.log.clone().unwrap();
     for (config, gflops) in configs.iter().zip(claimed) {
-        let seconds = w.flops() / gflops / 1e9;
-        let timing = autotune_tune::measure::Timing {
-            median: seconds,
-            min: seconds,
-            max: seconds,
-        };
-        let r = record::Record::new(
-            &w,
-            &opts.target,
-            opts.timing.threads,
-            "lucky",
-            config.clone(),
-            Ok(timing),
-        );
-        record::append(&log, &r).unwrap();
+        claim(&w, &opts, config, gflops);
     }
     opts.trials = 3;
     let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
@@ -194,24 +200,8 @@ fn the_default_schedule_is_timed_again_beside_the_best() {
         .map(|i| space.config_at(i))
         .find(|c| *c != default)
         .unwrap();
-    let log = opts.log.clone().unwrap();
-    for (config, gflops) in [(&lucky, 1000.0), (&default, 10.0)] {
-        let seconds = w.flops() / gflops / 1e9;
-        let timing = autotune_tune::measure::Timing {
-            median: seconds,
-            min: seconds,
-            max: seconds,
-        };
-        let r = record::Record::new(
-            &w,
-            &opts.target,
-            opts.timing.threads,
-            "lucky",
-            config.clone(),
-            Ok(timing),
-        );
-        record::append(&log, &r).unwrap();
-    }
+    claim(&w, &opts, &lucky, 1000.0);
+    claim(&w, &opts, &default, 10.0);
     opts.trials = 2;
     let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     let c = s
