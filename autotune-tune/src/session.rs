@@ -339,8 +339,9 @@ pub fn tune(
 
 /// The configs the winner is re-timed against: the best of each config
 /// measured within [`CONFIRM_WITHIN`] of the best, at most `most`, best first,
-/// then every one of `incumbents` that was measured, however far behind.
-fn contenders(scored: &[(Config, f64)], most: usize, incumbents: &[Config]) -> Vec<(Config, f64)> {
+/// then every one of `kept` (the incumbents, the default) that was measured,
+/// however far behind.
+fn contenders(scored: &[(Config, f64)], most: usize, kept: &[Config]) -> Vec<(Config, f64)> {
     let mut best: BTreeMap<&Config, f64> = BTreeMap::new();
     for (c, g) in scored {
         let b = best.entry(c).or_insert(*g);
@@ -357,7 +358,7 @@ fn contenders(scored: &[(Config, f64)], most: usize, incumbents: &[Config]) -> V
         beyond
             .into_iter()
             .chain(rest)
-            .filter(|(c, _)| incumbents.contains(c)),
+            .filter(|(c, _)| kept.contains(c)),
     );
     near
 }

@@ -33,6 +33,14 @@ use autotune_tune::session::measure_candidates;
 
 const RELU_SIG: &str = "int32_t CANDIDATE(const float *restrict in_x, float *restrict out)";
 
+/// The first specialisation of a ReLU over `N` floats with attribute `attr`.
+fn relu_workload(attr: &str) -> autotune_codegen::Workload {
+    common::workload(
+        attr,
+        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
+    )
+}
+
 /// Each record's error class (`None`: measured).
 fn error_classes(records: &[autotune_tune::record::Record]) -> Vec<Option<ErrorClass>> {
     records
@@ -46,10 +54,7 @@ fn error_classes(records: &[autotune_tune::record::Record]) -> Vec<Option<ErrorC
 /// ReLU): outputs are poisoned before the check, and guarded.
 #[test]
 fn unwritten_and_overrun_outputs_are_wrong_results() {
-    let w = common::workload(
-        "specialize(N = 64)",
-        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
-    );
+    let w = relu_workload("specialize(N = 64)");
     let dir = common::scratch("check-poison");
     let opts = common::options(&dir);
     let candidates = vec![
@@ -85,10 +90,7 @@ fn unwritten_and_overrun_outputs_are_wrong_results() {
 /// kernel) measures.
 #[test]
 fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
-    let w = common::workload(
-        "specialize(N = 1..=4096)",
-        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
-    );
+    let w = relu_workload("specialize(N = 1..=4096)");
     assert_eq!(w.shapes(), &[4096]);
     assert_eq!(
         w.sweep(),
@@ -149,10 +151,7 @@ fn a_sweep_is_timed_at_its_geometric_mean_rate() {
 /// two.
 #[test]
 fn a_config_far_behind_is_timed_with_two_samples() {
-    let w = common::workload(
-        "specialize(N = 64)",
-        "pub fn relu(x: Tensor<f32, N>) -> Tensor<f32, N> { compute(|i| max(x[i], 0.0)) }",
-    );
+    let w = relu_workload("specialize(N = 64)");
     let dir = common::scratch("check-give-up");
     let counts = dir.join("calls.txt");
     let source = format!(

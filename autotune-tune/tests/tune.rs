@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use autotune_codegen::Workload;
-use autotune_codegen::{Config, Space};
+use autotune_codegen::{Config, Space, Workload};
 use autotune_tune::measure::{Candidate, ErrorClass};
 use autotune_tune::session as tune;
 use autotune_tune::{record, tuner, TuneOptions};
