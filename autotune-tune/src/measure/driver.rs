@@ -1,41 +1,44 @@
 //! The `main` of a measurement program: reads the inputs, runs one candidate
-//! (or the reference) to check it, or times it.
+//! (or the reference) to check it, or times it. It is compiled once per
+//! harness and finds a batch's kernels in that batch's table: the driver
+//! includes the headers that cost gcc most of a second (`immintrin.h`), a
+//! table includes `stdint.h` alone.
 
 use std::fmt::Write as _;
 
 use autotune_codegen::Workload;
 use autotune_lang::ir::DType;
 
-/// The driver of a program holding the kernels `names` (`None`: a candidate
-/// that did not build, whose slot is empty) and the kernel `reference`.
-pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> String {
+/// The kernel signature of a measurement program of `w`: the inputs, the
+/// output, then a slot per constant input (the program keeps one handle per
+/// constant, so its first call fills the kernel's copies and the timed calls
+/// reuse them, as calls through `autotune::Constant` do).
+fn params(w: &Workload) -> Vec<String> {
     let t = w.op.dtype.c_name();
-    let (in_sizes, out_size) = w.sizes();
-    // Inputs, the output, then a slot per constant input (the program keeps
-    // one handle per constant, so its first call fills the kernel's copies and
-    // the timed calls reuse them, as calls through `autotune::Constant` do).
-    let n_const = w.op.constants.len();
-    let params: Vec<String> = (0..in_sizes.len())
+    let (in_sizes, _) = w.sizes();
+    (0..in_sizes.len())
         .map(|_| format!("const {t} *"))
         .chain([format!("{t} *")])
-        .chain((0..n_const).map(|_| "void *".to_string()))
-        .collect();
-    let mut driver = String::new();
-    let _ = writeln!(
-        driver,
-        "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\
-         typedef int32_t (*kernel_t)({});\nvoid {prefix}_set_num_threads(int32_t);",
-        params.join(", ")
-    );
+        .chain((0..w.op.constants.len()).map(|_| "void *".to_string()))
+        .collect()
+}
+
+/// The table of a batch holding the kernels `names` (`None`: a candidate that
+/// did not build, whose slot is empty): the one part of a measurement program
+/// compiled per batch, a few lines that need no header beyond `stdint.h` (the
+/// driver's own `main`, [`source`], is compiled once per harness).
+pub(super) fn table(w: &Workload, names: &[Option<String>]) -> String {
+    let params = params(w).join(", ");
+    let mut c = format!("#include <stdint.h>\ntypedef int32_t (*kernel_t)({params});\n");
     // What a timed run calls: the kernel, or a bucket's call at each shape of
     // its sweep, timed one after another.
     let parts = w.sweep().len();
     let empty_row = format!("{{{}}}", vec!["0"; parts].join(", "));
-    let mut table = Vec::new();
+    let mut kernels = Vec::new();
     let mut timed = Vec::new();
     for n in names {
         let Some(name) = n else {
-            table.push("0".to_string());
+            kernels.push("0".to_string());
             timed.push(empty_row.clone());
             continue;
         };
@@ -44,14 +47,44 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             None => Vec::new(),
         };
         for f in std::iter::once(name).chain(&row) {
-            let _ = writeln!(driver, "int32_t {f}({});", params.join(", "));
+            let _ = writeln!(c, "int32_t {f}({params});");
         }
         timed.push(match row.is_empty() {
             true => format!("{{{name}}}"),
             false => format!("{{{}}}", row.join(", ")),
         });
-        table.push(name.clone());
+        kernels.push(name.clone());
     }
+    let list = |names: &[String], empty: &str| match names.is_empty() {
+        true => empty.to_string(),
+        false => names.join(", "),
+    };
+    let _ = writeln!(
+        c,
+        "const int at_n_kernels = {};\nkernel_t at_kernels[] = {{{}}};\nkernel_t at_timed[][{parts}] = {{{}}};",
+        names.len(),
+        list(&kernels, "0"),
+        list(&timed, &empty_row)
+    );
+    c
+}
+
+/// The driver of the measurement programs of `w`, whose kernels a batch's
+/// [`table`] lists, and which calls the kernel `reference` itself.
+pub(super) fn source(w: &Workload, prefix: &str) -> String {
+    let t = w.op.dtype.c_name();
+    let (in_sizes, out_size) = w.sizes();
+    let n_const = w.op.constants.len();
+    let params = params(w);
+    let parts = w.sweep().len();
+    let mut driver = String::new();
+    let _ = writeln!(
+        driver,
+        "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\
+         typedef int32_t (*kernel_t)({});\nvoid {prefix}_set_num_threads(int32_t);\n\
+         extern const int at_n_kernels;\nextern kernel_t at_kernels[];\nextern kernel_t at_timed[][{parts}];",
+        params.join(", ")
+    );
     let shape_params: Vec<&str> = w.shapes().iter().map(|_| "int64_t").collect();
     let _ = writeln!(
         driver,
@@ -73,16 +106,6 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .chain(w.shapes().iter().map(|v| v.to_string()))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    let list = |names: &[String], empty: &str| match names.is_empty() {
-        true => empty.to_string(),
-        false => names.join(", "),
-    };
-    let _ = writeln!(
-        driver,
-        "static kernel_t kernels[] = {{{}}};\nstatic kernel_t timed[][{parts}] = {{{}}};",
-        list(&table, "0"),
-        list(&timed, &empty_row)
     );
     let _ = writeln!(
         driver,
@@ -120,14 +143,16 @@ pub(super) fn source(w: &Workload, names: &[Option<String>], prefix: &str) -> St
             .replace("N_CONSTANTS", &n_const.to_string())
             .replace(
                 "CONST_INPUTS",
-                &list(
-                    &w.op
-                        .constants
-                        .iter()
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>(),
-                    "-1",
-                ),
+                &match w.op.constants.is_empty() {
+                    true => "-1".to_string(),
+                    false => {
+                        w.op.constants
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                },
             )
             .replace("CALL_ARGS", &args.join(", "))
             .replace("PREFIX", prefix),
@@ -291,7 +316,8 @@ int main(int argc, char **argv) {
   ELEM *out = guarded(out_alloc);
   if (!out) return 3;
   memset(out, 0, sizeof(ELEM) * out_alloc);
-  kernel_t k = checked ? kernels[idx] : timed[idx][0];
+  if (idx < 0 || idx >= at_n_kernels) return 4;
+  kernel_t k = checked ? at_kernels[idx] : at_timed[idx][0];
   if (!k && strcmp(argv[3], "reference")) return 4;
   if (checked) {
     /* Checked at the thread count it is timed and shipped with. */
@@ -326,7 +352,7 @@ int main(int argc, char **argv) {
   if (samples < 1) samples = 1;
   if (samples > 64) samples = 64;
   for (int p = 0; p < N_PARTS; ++p) {
-    k = timed[idx][p];
+    k = at_timed[idx][p];
     /* The first call through a handle fills the copies of its constants. */
     if (N_CONSTANTS && k(CALL_ARGS)) return 3;
     /* Warm-up, which also sizes the repeats of a sample. */
@@ -383,10 +409,8 @@ mod tests {
     /// knows which inputs the handles hold, and evicts before each call.
     #[test]
     fn timed_calls_evict_the_constant_inputs() {
-        let names = [Some("k0".to_string())];
         let with = source(
             &workload("constant(c, b), specialize(M = 4, N = 16, K = 8)"),
-            &names,
             "p",
         );
         assert!(
@@ -394,10 +418,28 @@ mod tests {
             "{with}"
         );
         assert!(with.contains("else if (2) evict_constants(in);"), "{with}");
-        let without = source(&workload("specialize(M = 4, N = 16, K = 8)"), &names, "p");
+        let without = source(&workload("specialize(M = 4, N = 16, K = 8)"), "p");
         assert!(
             without.contains("else if (0) evict_constants(in);"),
             "{without}"
         );
+    }
+
+    /// A batch's table lists its kernels in order, a candidate that did not
+    /// build as an empty slot, and its length, which the driver checks an
+    /// index against; the driver itself names no candidate.
+    #[test]
+    fn a_batch_table_lists_its_kernels_and_their_count() {
+        let w = workload("specialize(M = 4, N = 16, K = 8)");
+        let table = table(&w, &[Some("cand0".into()), None, Some("cand2".into())]);
+        assert!(table.contains("const int at_n_kernels = 3;"), "{table}");
+        assert!(
+            table.contains("kernel_t at_kernels[] = {cand0, 0, cand2};"),
+            "{table}"
+        );
+        assert!(!table.contains("#include <immintrin.h>"), "{table}");
+        let driver = source(&w, "p");
+        assert!(!driver.contains("cand0"), "{driver}");
+        assert!(driver.contains("idx >= at_n_kernels"), "{driver}");
     }
 }

@@ -5,8 +5,9 @@
 //! [`autotune_codegen::kernel_c`] as the build generates it, for the ISA level
 //! being tuned), the runtime (thread pool, ISA detection), the reference and a
 //! driver `main`. What does not change between batches (the inputs, the
-//! reference output, the runtime's and the reference's objects) is a
-//! [`Harness`], made once per run. Everything is compiled with the flags that
+//! reference output, the objects of the runtime, the reference and the driver)
+//! is a [`Harness`], made once per run; a batch adds its candidates and a
+//! table of them. Everything is compiled with the flags that
 //! ship ([`autotune_codegen::runtime::C_FLAGS`], `-O3`); each candidate is a
 //! file of its own, compiled on every core from a queue with a time limit, and
 //! each run is a child process with a timeout, so a candidate that breaks the
@@ -19,6 +20,7 @@
 //! the constant inputs (and the copies the kernel keeps of them) evicted from
 //! the caches, or with FLUSH every cache evicted.
 
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -118,6 +120,9 @@ pub struct Batch {
     reference: Vec<f64>,
 }
 
+/// The name a candidate's C is generated with, replaced by the hash of that C.
+const PLACEHOLDER: &str = "AT_CANDIDATE";
+
 /// The prefix of the measurement program's runtime functions (hand-written
 /// candidates that run on the pool call `<prefix>_parallel_for`).
 pub const RUNTIME_PREFIX: &str = "autotune1_measure";
@@ -143,14 +148,16 @@ pub enum Candidate {
 
 /// What every batch of one workload shares, prepared once per tuning run: the
 /// inputs, the reference output, and the compiled runtime and reference
-/// kernel. Only the candidates and the small driver are compiled per batch.
+/// kernel, and the driver's `main`. Only the candidates and a table of them
+/// (a few lines) are compiled per batch.
 pub struct Harness {
     pub workload: Workload,
     isa: Isa,
     /// Holds the inputs and the shared objects.
     pub dir: PathBuf,
     compiler: cc::Tool,
-    /// The runtime's and the reference's objects, linked into every batch.
+    /// The runtime's, the reference's and the driver's objects, linked into
+    /// every batch.
     objects: Vec<PathBuf>,
     reference: Vec<f64>,
     /// Limit for compiling one candidate; one that runs past it is recorded as
@@ -188,7 +195,10 @@ impl Harness {
             "reference".to_string(),
             RUNTIME_PREFIX.to_string(),
         )?);
-        let mut sources = vec![("reference.c".to_string(), reference)];
+        let mut sources = vec![
+            ("reference.c".to_string(), reference),
+            ("driver.c".to_string(), driver::source(w, RUNTIME_PREFIX)),
+        ];
         for (name, source) in RUNTIME_C {
             sources.push((name.to_string(), runtime_c(RUNTIME_PREFIX, source)));
         }
@@ -229,7 +239,9 @@ impl Harness {
     /// [`compile_timeout`](Harness::compile_timeout). A candidate that cannot
     /// be generated, is over [`max_source_bytes`](Harness::max_source_bytes)
     /// or does not compile is recorded in [`Batch::failed`] and the others
-    /// still build.
+    /// still build. A candidate whose C an earlier batch of this harness
+    /// compiled is not compiled again: its kernel is named by the hash of its
+    /// C, and the object is kept in the harness's `objects/`.
     pub fn build(&self, candidates: &[Candidate], dir: &Path) -> Result<Batch, MeasureError> {
         self.build_at(candidates, self.isa, dir)
     }
@@ -245,15 +257,20 @@ impl Harness {
         dir: &Path,
     ) -> Result<Batch, MeasureError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let kept = self.dir.join("objects");
+        std::fs::create_dir_all(&kept).map_err(io(&kept))?;
         let w = &self.workload;
         let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
-        let mut files = Vec::new();
+        // Per candidate, the name of its kernel: the hash of its C, so that
+        // a candidate built by an earlier batch of the run (the winner's
+        // re-timing builds the best again) links the object that batch made.
+        let mut names: Vec<Option<String>> = vec![None; candidates.len()];
+        let mut files: Vec<(String, PathBuf)> = Vec::new();
         for (i, c) in candidates.iter().enumerate() {
-            let name = format!("cand{i}");
             let source = match c {
                 // A bucket ships as a schedule of the generic kernel: time that.
                 Candidate::Config(c) if w.bucket().is_some() => self.generic(
-                    &name,
+                    PLACEHOLDER,
                     isa,
                     &[GenericSchedule {
                         at: w.op.specializations[w.spec].clone(),
@@ -265,12 +282,12 @@ impl Harness {
                     Variant::Specialized(w.spec),
                     Some(c),
                     &[isa],
-                    name.clone(),
+                    PLACEHOLDER.to_string(),
                     RUNTIME_PREFIX.to_string(),
                 ),
-                Candidate::Generic(g) => self.generic(&name, isa, g),
+                Candidate::Generic(g) => self.generic(PLACEHOLDER, isa, g),
                 #[cfg(feature = "testing")]
-                Candidate::Source(src) => Ok(src.replace("CANDIDATE", &name)),
+                Candidate::Source(src) => Ok(src.replace("CANDIDATE", PLACEHOLDER)),
             };
             match source {
                 Ok(src) if src.len() > self.max_source_bytes => {
@@ -281,30 +298,50 @@ impl Harness {
                     failed[i] = Some((e.class(), e.to_string()));
                 }
                 Ok(src) => {
-                    let path = dir.join(format!("{name}.c"));
-                    std::fs::write(&path, header(w) + &src).map_err(io(&path))?;
-                    files.push((i, path));
+                    let text = header(w) + &src;
+                    let name = format!("k{:016x}", {
+                        let mut h = std::hash::DefaultHasher::new();
+                        text.hash(&mut h);
+                        h.finish()
+                    });
+                    let built = kept.join(format!("{name}.o")).exists();
+                    if !built && !files.iter().any(|f| f.0 == name) {
+                        let path = dir.join(format!("{name}.c"));
+                        std::fs::write(&path, text.replace(PLACEHOLDER, &name))
+                            .map_err(io(&path))?;
+                        files.push((name.clone(), path));
+                    }
+                    names[i] = Some(name);
                 }
                 Err(e) => failed[i] = Some((ErrorClass::InvalidConfig, e.to_string())),
             }
         }
         let paths: Vec<PathBuf> = files.iter().map(|f| f.1.clone()).collect();
-        let mut objects = Vec::new();
-        for ((i, _), r) in files.iter().zip(compile_objects(
+        for ((name, _), r) in files.iter().zip(compile_objects(
             &self.compiler,
             &paths,
             self.compile_timeout,
         )) {
-            match r {
-                Ok(o) => objects.push(o),
-                Err(e) => failed[*i] = Some((e.class(), e.to_string())),
+            let r = r.and_then(|o| {
+                let to = kept.join(format!("{name}.o"));
+                std::fs::rename(&o, &to).map_err(io(&o))
+            });
+            if let Err(e) = r {
+                for (n, f) in names.iter_mut().zip(failed.iter_mut()) {
+                    if n.as_ref() == Some(name) {
+                        *n = None;
+                        *f = Some((e.class(), e.to_string()));
+                    }
+                }
             }
         }
-        let names: Vec<Option<String>> = failed
+        let mut objects: Vec<PathBuf> = names
             .iter()
-            .enumerate()
-            .map(|(i, f)| f.is_none().then(|| format!("cand{i}")))
+            .flatten()
+            .map(|n| kept.join(format!("{n}.o")))
             .collect();
+        objects.sort();
+        objects.dedup();
         let exe = self.link(dir, "measure", &objects, &names)?;
         Ok(Batch {
             workload: w.clone(),
@@ -338,8 +375,9 @@ impl Harness {
         Ok(c + &call_at_shapes(w, name, &generic))
     }
 
-    /// Compiles the driver for the kernels `names` (`None`: not built) and
-    /// links it with `objects` and the shared ones into `dir/exe`.
+    /// Compiles the table of the kernels `names` (`None`: not built) and
+    /// links it with `objects` and the shared ones (the driver among them)
+    /// into `dir/exe`.
     fn link(
         &self,
         dir: &Path,
@@ -347,17 +385,16 @@ impl Harness {
         objects: &[PathBuf],
         names: &[Option<String>],
     ) -> Result<PathBuf, MeasureError> {
-        let path = dir.join(format!("{exe}-driver.c"));
-        std::fs::write(&path, driver::source(&self.workload, names, RUNTIME_PREFIX))
-            .map_err(io(&path))?;
-        let driver = compile_objects(&self.compiler, &[path], COMPILE_TIMEOUT)
+        let path = dir.join(format!("{exe}-table.c"));
+        std::fs::write(&path, driver::table(&self.workload, names)).map_err(io(&path))?;
+        let table = compile_objects(&self.compiler, &[path], COMPILE_TIMEOUT)
             .remove(0)
-            .map_err(|e| MeasureError::Harness(format!("the measurement driver: {e}")))?;
+            .map_err(|e| MeasureError::Harness(format!("the kernel table: {e}")))?;
         let exe = dir.join(exe);
         let mut link = self.compiler.to_command();
         link.args(objects)
             .args(&self.objects)
-            .arg(&driver)
+            .arg(&table)
             .arg("-o")
             .arg(&exe)
             .args(["-lm", "-pthread"]);

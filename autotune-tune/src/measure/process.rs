@@ -44,18 +44,32 @@ pub(super) fn c_compiler() -> Result<cc::Tool, MeasureError> {
 
 /// Compiles each file to an object with the shipping flags, each within
 /// `limit`, on every core ([`on_every_core`]), so a slow file does not hold up
-/// the rest.
+/// the rest. The largest files start first: gcc's time grows with the source,
+/// and a large file taken last would leave the other cores idle while it
+/// compiles alone. The results are in the order of `files`.
 pub(super) fn compile_objects(
     compiler: &cc::Tool,
     files: &[PathBuf],
     limit: Duration,
 ) -> Vec<Result<PathBuf, MeasureError>> {
-    on_every_core(files, |f| {
+    let mut order: Vec<(u64, usize)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (std::fs::metadata(f).map_or(0, |m| m.len()), i))
+        .collect();
+    order.sort_by(|a, b| b.cmp(a));
+    let compiled = on_every_core(&order, |&(_, i)| {
+        let f = &files[i];
         let o = f.with_extension("o");
         let mut cmd = compiler.to_command();
         cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
         run_compiler(cmd, limit).map(|_| o)
-    })
+    });
+    let mut out: Vec<Option<Result<PathBuf, MeasureError>>> = files.iter().map(|_| None).collect();
+    for ((_, i), r) in order.into_iter().zip(compiled) {
+        out[i] = Some(r);
+    }
+    out.into_iter().flatten().collect()
 }
 
 /// `f` of each item, in order, computed by as many workers as the process may
@@ -204,7 +218,8 @@ fn kill_group(pgid: u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::on_every_core;
+    use super::{c_compiler, compile_objects, on_every_core, COMPILE_TIMEOUT};
+    use crate::measure::MeasureError;
 
     #[test]
     fn every_item_is_mapped_once_in_order() {
@@ -223,5 +238,37 @@ mod tests {
     fn a_panic_in_a_worker_is_passed_on() {
         let items: Vec<u32> = (0..10).collect();
         on_every_core(&items, |&i| assert!(i != 7, "item {i}"));
+    }
+
+    /// Files compile largest first, and each result is still its own file's:
+    /// the broken small file's error at its place, the others' objects at theirs.
+    #[test]
+    fn compiled_objects_come_back_in_the_files_order() {
+        let dir = std::env::temp_dir().join(format!("autotune-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big: String = (0..200)
+            .map(|i| format!("int f{i}(int x) {{ return x * {i} + 1; }}\n"))
+            .collect();
+        let files: Vec<_> = [
+            ("small.c", "int g(void) { return 1; }\n"),
+            ("big.c", &big),
+            ("broken.c", "int h(void) { return }\n"),
+        ]
+        .iter()
+        .map(|(name, text)| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect();
+        let out = compile_objects(&c_compiler().unwrap(), &files, COMPILE_TIMEOUT);
+        assert_eq!(out[0].as_ref().unwrap(), &dir.join("small.o"));
+        assert_eq!(out[1].as_ref().unwrap(), &dir.join("big.o"));
+        assert!(
+            matches!(out[2], Err(MeasureError::Compile(_))),
+            "{:?}",
+            out[2]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
