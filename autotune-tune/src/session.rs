@@ -130,6 +130,9 @@ pub struct Summary {
 pub struct Confirmation {
     /// Configs re-timed, the search's best among them.
     pub contenders: usize,
+    /// Of them, those re-timed for measuring within [`CONFIRM_WITHIN`] of the
+    /// best; the others were kept (the default schedule, the cache's configs).
+    pub near: usize,
     /// The search's best, as measured in the search.
     pub searched: f64,
     /// The winner's median over the rounds (the figure `best` now holds).
@@ -142,10 +145,18 @@ pub struct Confirmation {
 
 impl std::fmt::Display for Confirmation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.contenders - self.near {
+            0 => write!(f, "the {} best configs", self.near)?,
+            kept => write!(
+                f,
+                "the {} best config{} and {kept} kept (the default schedule, the cache's)",
+                self.near,
+                if self.near == 1 { "" } else { "s" }
+            )?,
+        }
         write!(
             f,
-            "the {} best configs re-timed {CONFIRM_ROUNDS} times each in {:.1} s: {} at {:.2} GFLOP/s (median); the search's best had measured {:.2} in its best trial",
-            self.contenders,
+            " re-timed {CONFIRM_ROUNDS} times each in {:.1} s: {} at {:.2} GFLOP/s (median); the search's best had measured {:.2} in its best trial",
             self.seconds,
             if self.changed {
                 "a runner-up won"
@@ -322,10 +333,10 @@ pub fn tune(
     if opts.confirm >= 2 {
         keep.push(default);
     }
-    let contenders = contenders(&scored, opts.confirm, &keep);
+    let (contenders, near) = contenders(&scored, opts.confirm, &keep);
     if contenders.len() > 1 {
         let harness = harness_of(&mut harness, w, opts)?;
-        if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders)? {
+        if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders, near)? {
             summary.best = Some((config, gflops));
             summary.confirmation = Some(c);
         }
@@ -340,8 +351,12 @@ pub fn tune(
 /// The configs the winner is re-timed against: the best of each config
 /// measured within [`CONFIRM_WITHIN`] of the best, at most `most`, best first,
 /// then every one of `kept` (the incumbents, the default) that was measured,
-/// however far behind.
-fn contenders(scored: &[(Config, f64)], most: usize, kept: &[Config]) -> Vec<(Config, f64)> {
+/// however far behind; and how many are there for being near the best.
+fn contenders(
+    scored: &[(Config, f64)],
+    most: usize,
+    kept: &[Config],
+) -> (Vec<(Config, f64)>, usize) {
     let mut best: BTreeMap<&Config, f64> = BTreeMap::new();
     for (c, g) in scored {
         let b = best.entry(c).or_insert(*g);
@@ -354,13 +369,14 @@ fn contenders(scored: &[(Config, f64)], most: usize, kept: &[Config]) -> Vec<(Co
         .into_iter()
         .partition(|(_, g)| *g >= top * (1.0 - CONFIRM_WITHIN));
     let beyond = near.split_off(most.min(near.len()));
+    let count = near.len();
     near.extend(
         beyond
             .into_iter()
             .chain(rest)
             .filter(|(c, _)| kept.contains(c)),
     );
-    near
+    (near, count)
 }
 
 /// Times `contenders` (best first) again, round-robin, [`CONFIRM_ROUNDS`]
@@ -368,12 +384,14 @@ fn contenders(scored: &[(Config, f64)], most: usize, kept: &[Config]) -> Vec<(Co
 /// the best of many single measurements is as often the config timed in a
 /// calm moment as the fastest one (the winner's curse); interleaved rounds
 /// give every contender the same moments. A contender that fails now is
-/// left out; `None` where none ran.
+/// left out; `None` where none ran. The first `near` are there for measuring
+/// near the best, the others were kept.
 fn confirm(
     w: &Workload,
     harness: &Harness,
     opts: &TuneOptions,
     contenders: &[(Config, f64)],
+    near: usize,
 ) -> Result<Option<(Config, f64, Confirmation)>, TuneError> {
     let start = Instant::now();
     let candidates: Vec<Candidate> = contenders
@@ -405,6 +423,7 @@ fn confirm(
         let gflops = w.flops() / median / 1e9;
         let c = Confirmation {
             contenders: contenders.len(),
+            near,
             searched: contenders[0].1,
             confirmed: gflops,
             changed: k != 0,
@@ -612,6 +631,7 @@ mod tests {
             (config(5), 95.0),
         ];
         let got: Vec<(i64, f64)> = contenders(&scored, 4, &[])
+            .0
             .into_iter()
             .map(|(c, g)| {
                 (
@@ -622,15 +642,40 @@ mod tests {
             })
             .collect();
         assert_eq!(got, [(2, 100.0), (5, 95.0), (3, 91.0)]);
-        assert_eq!(contenders(&scored, 2, &[]).len(), 2, "at most `most`");
-        assert!(contenders(&[], 4, &[]).is_empty());
+        let (two, near) = contenders(&scored, 2, &[]);
+        assert_eq!((two.len(), near), (2, 2), "at most `most`");
+        assert!(contenders(&[], 4, &[]).0.is_empty());
         // An incumbent is re-timed however far behind its one measurement was.
-        let with = contenders(&scored, 2, &[config(1), config(9)]);
-        assert_eq!(with.len(), 3, "{with:?}");
+        let (with, near) = contenders(&scored, 2, &[config(1), config(9)]);
+        assert_eq!((with.len(), near), (3, 2), "{with:?}");
         assert_eq!(with[2], (config(1), 50.0));
         // Also one near the best but beyond `most`.
-        let with = contenders(&scored, 1, &[config(5)]);
-        assert_eq!(with.len(), 2, "{with:?}");
+        let (with, near) = contenders(&scored, 1, &[config(5)]);
+        assert_eq!((with.len(), near), (2, 1), "{with:?}");
         assert_eq!(with[1], (config(5), 95.0));
+    }
+
+    /// The warning counts the configs re-timed for being near the best apart
+    /// from those kept (the default schedule), which may be far behind.
+    #[test]
+    fn a_confirmation_says_which_configs_were_kept() {
+        let mut c = Confirmation {
+            contenders: 3,
+            near: 2,
+            searched: 34.3,
+            confirmed: 18.2,
+            changed: false,
+            seconds: 3.7,
+        };
+        let text = c.to_string();
+        assert!(
+            text.starts_with("the 2 best configs and 1 kept (the default schedule, the cache's) re-timed 3 times each"),
+            "{text}"
+        );
+        c.contenders = 2;
+        assert!(
+            c.to_string().starts_with("the 2 best configs re-timed"),
+            "{c}"
+        );
     }
 }
