@@ -32,6 +32,15 @@ fn measured_classes(
     (records, classes)
 }
 
+/// How many candidate sources (`k<hash>.c`) a batch wrote into `dir`.
+fn candidate_sources(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with('k') && n.ends_with(".c"))
+        .count()
+}
+
 #[test]
 fn every_fault_is_recorded_with_its_class() {
     let w = workload(8, 8, 8);
@@ -89,12 +98,7 @@ fn every_fault_is_recorded_with_its_class() {
     assert!(large.contains("over the 65536-byte limit"), "{large}");
     // The batch's files are here, but for the one too large: not written,
     // not compiled.
-    let sources = std::fs::read_dir(&opts.dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.starts_with('k') && n.ends_with(".c"))
-        .count();
-    assert_eq!(sources, 6);
+    assert_eq!(candidate_sources(&opts.dir), 6);
     // Every trial is in the log, in order.
     let logged = record::load_log(opts.log.as_ref().unwrap()).unwrap();
     assert_eq!(logged, records);
@@ -112,17 +116,10 @@ fn a_candidate_built_before_is_not_compiled_again() {
     let a = space.default_config(&w.op, w.shapes());
     let b = space.config_at(1);
     assert_ne!(a, b);
-    let sources = |batch: &str| -> usize {
-        std::fs::read_dir(dir.join(batch))
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.starts_with('k') && n.ends_with(".c"))
-            .count()
-    };
     harness
         .build(&[Candidate::Config(a.clone())], &dir.join("first"))
         .unwrap();
-    assert_eq!(sources("first"), 1);
+    assert_eq!(candidate_sources(&dir.join("first")), 1);
     let batch = harness
         .build(
             &[
@@ -133,7 +130,11 @@ fn a_candidate_built_before_is_not_compiled_again() {
             &dir.join("second"),
         )
         .unwrap();
-    assert_eq!(sources("second"), 1, "only the new config is compiled");
+    assert_eq!(
+        candidate_sources(&dir.join("second")),
+        1,
+        "only the new config is compiled"
+    );
     for i in 0..3 {
         batch.check(i, &opts.timing).unwrap();
         batch.time(i, &opts.timing).unwrap();

@@ -22,6 +22,15 @@ fn params(w: &Workload) -> Vec<String> {
         .collect()
 }
 
+/// `items` as a C initialiser list, or `empty` where there are none (C has
+/// no empty arrays).
+fn c_list(items: &[String], empty: &str) -> String {
+    match items.is_empty() {
+        true => empty.to_string(),
+        false => items.join(", "),
+    }
+}
+
 /// The table of a batch holding the kernels `names` (`None`: a candidate that
 /// did not build, whose slot is empty): the one part of a measurement program
 /// compiled per batch, a few lines that need no header beyond `stdint.h` (the
@@ -54,16 +63,12 @@ pub(super) fn table(w: &Workload, names: &[Option<String>]) -> String {
         });
         kernels.push(name.clone());
     }
-    let list = |names: &[String], empty: &str| match names.is_empty() {
-        true => empty.to_string(),
-        false => names.join(", "),
-    };
     let _ = writeln!(
         c,
         "const int at_n_kernels = {};\nkernel_t at_kernels[] = {{{}}};\nkernel_t at_timed[][{parts}] = {{{}}};",
         names.len(),
-        list(&kernels, "0"),
-        list(&timed, &empty_row)
+        c_list(&kernels, "0"),
+        c_list(&timed, &empty_row)
     );
     c
 }
@@ -142,16 +147,14 @@ pub(super) fn source(w: &Workload, prefix: &str) -> String {
             .replace("N_CONSTANTS", &n_const.to_string())
             .replace(
                 "CONST_INPUTS",
-                &match w.op.constants.is_empty() {
-                    true => "-1".to_string(),
-                    false => {
-                        w.op.constants
-                            .iter()
-                            .map(|c| c.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                },
+                &c_list(
+                    &w.op
+                        .constants
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>(),
+                    "-1",
+                ),
             )
             .replace("CALL_ARGS", &args.join(", "))
             .replace("PREFIX", prefix),

@@ -259,6 +259,7 @@ impl Harness {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let kept = self.dir.join("objects");
         std::fs::create_dir_all(&kept).map_err(io(&kept))?;
+        let object = |name: &str| kept.join(format!("{name}.o"));
         let w = &self.workload;
         let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
         // Per candidate, the name of its kernel: the hash of its C, so that
@@ -304,7 +305,7 @@ impl Harness {
                         text.hash(&mut h);
                         h.finish()
                     });
-                    let built = kept.join(format!("{name}.o")).exists();
+                    let built = object(&name).exists();
                     if !built && !files.iter().any(|f| f.0 == name) {
                         let path = dir.join(format!("{name}.c"));
                         std::fs::write(&path, text.replace(PLACEHOLDER, &name))
@@ -322,10 +323,7 @@ impl Harness {
             &paths,
             self.compile_timeout,
         )) {
-            let r = r.and_then(|o| {
-                let to = kept.join(format!("{name}.o"));
-                std::fs::rename(&o, &to).map_err(io(&o))
-            });
+            let r = r.and_then(|o| std::fs::rename(&o, object(name)).map_err(io(&o)));
             if let Err(e) = r {
                 for (n, f) in names.iter_mut().zip(failed.iter_mut()) {
                     if n.as_ref() == Some(name) {
@@ -335,11 +333,7 @@ impl Harness {
                 }
             }
         }
-        let mut objects: Vec<PathBuf> = names
-            .iter()
-            .flatten()
-            .map(|n| kept.join(format!("{n}.o")))
-            .collect();
+        let mut objects: Vec<PathBuf> = names.iter().flatten().map(|n| object(n)).collect();
         objects.sort();
         objects.dedup();
         let exe = self.link(dir, "measure", &objects, &names)?;
