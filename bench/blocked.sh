@@ -19,7 +19,7 @@ WORK=$(mktemp -d /tmp/autotune-blocked.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 autotune_cli
 install_packages libdnnl-dev
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
+build_peak "$WORK/peak"
 g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$WORK/dnnl_conv" -ldnnl
 # The epilogue stage is fused into the convolution's store, so its knobs are dead.
 OUT_KNOBS="output.block.h=1,output.block.kb=1,output.block.ki=1,output.block.v=1,output.order=kb-h-v-ki,output.parallel=0,output.tile.h=1,output.tile.kb=1,output.tile.ki=1,output.tile.v=1,output.vector=none"
@@ -30,7 +30,7 @@ TILE="y.block.ki=1,y.block.v=1,y.fuse=1,y.pack.1=1,y.parallel=1,y.split.ci=16,y.
     echo "# blocked activations vs NCHW: $(date -u +%FT%TZ), $(lscpu | sed -n 's/^Model name: *//p'), commit $(git -C "$ROOT" rev-parse --short HEAD), 1 thread"
     for round in $(seq "$ROUNDS"); do
         echo "## round $round, load $(cut -d' ' -f1 /proc/loadavg)"
-        "$WORK/peak" 1 | grep fma512
+        "$WORK/peak" 1 | grep fma
         # layer, the example's operator and specialisation, the blocked one and its config
         while read -r layer op spec bop bspec cfg; do
             nchw=$(cd "$ROOT/examples/resnet18" && $AT bench --op "$op" --spec "$spec" --cached \

@@ -41,7 +41,7 @@ echo "# shape buckets $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), 1
 lscpu | grep -E 'Model name|L1d|L2|L3'
 echo "gcc: $(gcc --version | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-$PIN "$BUILD/peak" 1 | grep fma512
+$PIN "$BUILD/peak" 1 | grep fma
 echo "gemm shapes (MxNxK): $SHAPES"
 generic() { $PIN $AT bench $OPS --op "$1" --shape "M=$2,N=1024,K=1024" --generic $CACHE --threads 1 \
   --samples 5 --dir "$BUILD/$1" | tail -1 | awk '{print $1}'; }

@@ -20,7 +20,7 @@ OUT="$ROOT/bench/results/constants-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-constants.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 autotune_cli
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
+build_peak "$WORK/peak"
 cat >"$WORK/ops.rs" <<'RS'
 use autotune::tensor_op;
 
@@ -61,7 +61,7 @@ for spec in 0 1; do
       --threads "$THREADS" --samples 1 --dir "$WORK/bench-$op-$spec" > /dev/null
   done
 done
-$PIN "$WORK/peak" "$THREADS" | grep fma512
+$PIN "$WORK/peak" "$THREADS" | grep fma
 for round in 1 2 3; do
   for spec in 0 1; do
     for op in $OPS; do
@@ -82,7 +82,7 @@ for round in 1 2 3; do
     done
   done
 done
-$PIN "$WORK/peak" "$THREADS" | grep fma512
+$PIN "$WORK/peak" "$THREADS" | grep fma
 echo "# what each winner packs (load sites: 0 x, 1 w)"
 for f in "$WORK"/cache/*.toml; do grep -E '^workload =|pack' "$f"; done
 echo "written to $OUT"

@@ -18,7 +18,7 @@ cd "$ROOT"
 # Everything is built before anything is timed.
 autotune_cli
 cp "$CARGO_AUTOTUNE" "$BUILD/cargo-autotune"
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+build_peak "$BUILD/peak"
 threads=(${THREADS:+--threads "$THREADS"})
 {
   echo "# foreign-cpu $(date -u +%FT%TZ) $(git rev-parse --short HEAD)"

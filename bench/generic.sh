@@ -78,7 +78,7 @@ echo "# generic kernels $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD),
 lscpu | grep -E 'Model name|L1d|L2|L3'
 echo "gcc: $(gcc --version | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-$PIN "$BUILD/peak" 1 | grep fma512
+$PIN "$BUILD/peak" 1 | grep fma
 echo "gemm shapes (MxNxK): $GEMMS"
 echo "conv 3x3 shapes (C,H,K): $CONVS"
 echo "# GEMM, GFLOP/s: shape generic naive"

@@ -15,7 +15,7 @@ OUT="$ROOT/bench/results/guarded-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-guarded.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 autotune_cli
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
+build_peak "$WORK/peak"
 CACHE="$ROOT/tuning-cache"
 # The cached config of a workload for this CPU and thread count, with `knob` set to
 # `value` (a comma-separated knob=value list), or nothing where there is none.
@@ -40,8 +40,8 @@ PY
 }
 {
     echo "# guarded border tiles vs pad-copies: $(date -u +%FT%TZ), $(lscpu | sed -n 's/^Model name: *//p'), commit $(git -C "$ROOT" rev-parse --short HEAD)"
-    "$WORK/peak" 1 | grep fma512
-    "$WORK/peak" 2 | grep fma512
+    "$WORK/peak" 1 | grep fma
+    "$WORK/peak" 2 | grep fma
     # operator, specialisation index, the workload as the cache names it (spaces as
     # underscores), the padded read's knob
     while read -r op spec name knob; do

@@ -15,7 +15,7 @@ mkdir -p "$BUILD" "$(dirname "$OUT")"
 
 install_packages libopenblas-dev libdnnl-dev
 CFLAGS="-O3 -march=native"
-gcc $CFLAGS -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+build_peak "$BUILD/peak"
 gcc $CFLAGS -fopenmp "$PEERS/c/stream.c" -o "$BUILD/stream"
 gcc $CFLAGS -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
 gcc $CFLAGS -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm

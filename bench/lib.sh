@@ -34,13 +34,19 @@ install_peers() {
     fi
 }
 
+# Builds the FMA peak probe (bench/peak.c: zmm FMAs where the CPU has AVX-512F, else
+# ymm) at $1.
+build_peak() {
+    gcc -O2 -pthread "$ROOT/bench/peak.c" -o "$1"
+}
+
 # Builds the peers' programs into $BUILD: the FMA peak probe, GEMM with
 # OpenBLAS and the `gemm` crate (RUSTGEMM), and with `conv` the im2col +
 # OpenBLAS and oneDNN convolutions. Everything is built before anything is
 # timed (2 cores: a build would disturb timing).
 build_peers() {
     local cflags="-O3 -march=native"
-    gcc $cflags -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+    build_peak "$BUILD/peak"
     gcc $cflags -fopenmp "$PEERS/c/gemm_bench.c" -o "$BUILD/gemm_bench" -lopenblas -lm
     if [ "${1:-}" = conv ]; then
         gcc $cflags -fopenmp "$PEERS/c/conv_bench.c" -o "$BUILD/conv_bench" -lopenblas -lm

@@ -7,13 +7,14 @@
 #   bash bench/microkernel.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
 OUT="${OUT:-$ROOT/bench/results/microkernel-$(date +%Y%m%d-%H%M%S).log}"
 BUILD=/tmp/autotune-microkernel
 mkdir -p "$BUILD"
 # The kernels' flags (autotune-codegen/src/runtime.rs).
 FLAGS="-O3 -std=gnu99 -fno-math-errno -ffp-contract=fast"
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+build_peak "$BUILD/peak"
 VARIANTS="6:3:0:0:0 8:3:0:0:0 12:2:0:0:0 8:2:0:0:0 6:4:0:0:0 4:4:0:0:0 12:2:0:0:1 6:3:1:0:0 6:3:1:8:0 6:3:1:16:0 8:3:1:0:0 8:3:1:8:0 12:2:1:0:0 12:2:1:8:0 6:3:0:0:2 8:3:0:0:2 12:2:0:0:2 6:4:0:0:2"
 for v in $VARIANTS; do
   IFS=: read -r mr nv bs pf eb <<<"$v"
@@ -23,9 +24,9 @@ done
   echo "# microkernel $(date -u +%FT%TZ) $(git -C "$ROOT" rev-parse --short HEAD)"
   grep -m1 'model name' /proc/cpuinfo
   echo "gcc: $(gcc --version | head -1)"
-  taskset -c 1 "$BUILD/peak" 1 | grep fma512
+  taskset -c 1 "$BUILD/peak" 1 | grep fma
   for v in $VARIANTS; do taskset -c 1 "$BUILD/mk-$v" 256 32; done
-  taskset -c 1 "$BUILD/peak" 1 | grep fma512
+  taskset -c 1 "$BUILD/peak" 1 | grep fma
   echo "# instructions in each program (broadcasts, embedded broadcasts, FMAs, stack accesses)"
   for v in $VARIANTS; do
     d="$(objdump -d --no-show-raw-insn "$BUILD/mk-$v")"

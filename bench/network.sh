@@ -20,7 +20,7 @@ mkdir -p "$BUILD" "$(dirname "$LOG")"
 
 install_peers libdnnl-dev
 # Everything is built before anything is timed.
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$BUILD/peak"
+build_peak "$BUILD/peak"
 g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$BUILD/dnnl_conv" -ldnnl
 (cd "$ROOT" && AUTOTUNE=locked cargo build --release -q -p resnet18)
 RESNET="$TARGET_DIR/release/resnet18"
@@ -35,7 +35,7 @@ for round in $(seq "$ROUNDS"); do
   for nt in 1 2; do
     if [ $nt = 1 ]; then PIN="taskset -c 1"; else PIN="taskset -c 0,1"; fi
     echo "## round $round, $nt thread(s), load $(cut -d' ' -f1 /proc/loadavg)"
-    $BUILD/peak $nt | grep fma512
+    $BUILD/peak $nt | grep fma
     $PIN "$RESNET" --layers --threads $nt
     if [ -n "${BEFORE:-}" ]; then $PIN "$BEFORE" --threads $nt | sed -n 's/^network threads=/before network: threads=/p'; fi
     $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$BUILD/model" $nt

@@ -20,7 +20,7 @@ for i in range(1, len(rounds), 3):
 
     fig = figures(sec, nt)
     r = {
-        "peak": num(r"fma512_zmm GFLOP/s total min=[\d.]+ median=([\d.]+)", sec),
+        "peak": num(r"fma(?:512_zmm|256_ymm) GFLOP/s total min=[\d.]+ median=([\d.]+)", sec),
         "ours": fig["ours_ms"],
         "ort": fig["ort_ms"],
         "ratio_nodes": num(rf"nodes threads={nt}: the pass [\d.]+ ms is ([\d.]+)x", sec),

@@ -16,7 +16,7 @@ trap 'rm -rf "$WORK"' EXIT
 autotune_cli
 THREADS=$(nproc)
 gcc -O3 -march=native -fopenmp "$PEERS/c/gemm_bench.c" -o "$WORK/gemm_bench" -lopenblas -lm
-gcc -O3 -march=native -pthread "$PEERS/c/peak.c" -o "$WORK/peak"
+build_peak "$WORK/peak"
 export AUTOTUNE_HISTORY=""
 exec > >(tee "$OUT") 2>&1
 echo "# new shapes $(date -Is): $(lscpu | grep 'Model name' | cut -d: -f2 | xargs), $THREADS vCPUs; threads $THREADS"

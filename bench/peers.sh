@@ -49,7 +49,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for nt in 1 2; do
   if [ $nt = 1 ]; then PIN="taskset -c 1"; else PIN="taskset -c 0,1"; fi
   echo "## $nt thread(s)"
-  $BUILD/peak $nt | grep fma512
+  $BUILD/peak $nt | grep fma
   echo "# GEMM"
   set -- $SPECS
   for shape in $SHAPES; do

@@ -26,7 +26,7 @@ def ratio(a, peers):
 for i in range(1, len(sections), 2):
     nt, sec = int(sections[i]), sections[i + 1]
     plural = "s" if nt > 1 else ""
-    peak = num(r"fma512_zmm GFLOP/s total .*?median=([\d.]+)", sec)
+    peak = num(r"fma(?:512_zmm|256_ymm) GFLOP/s total .*?median=([\d.]+)", sec)
     print(f"\n### GEMM, {nt} thread{plural} (FMA peak {fmt(peak)} GFLOP/s)\n")
     print("| M×N×K | autotune | OpenBLAS | `gemm` 0.19 | `matrixmultiply` 0.3 | autotune vs best peer |")
     print("|---|---|---|---|---|---|")

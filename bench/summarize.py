@@ -25,7 +25,7 @@ def ours(sec, op, spec):
 single = {}
 for i in range(1, len(sections), 2):
     nt, sec = int(sections[i]), sections[i + 1]
-    peak = float(re.search(r"fma512_zmm GFLOP/s total .*?median=([\d.]+)", sec).group(1))
+    peak = float(re.search(r"fma(?:512_zmm|256_ymm) GFLOP/s total .*?median=([\d.]+)", sec).group(1))
     triad = float(re.search(r"RESULT stream .*?triad_GBs_med=([\d.]+)", sec).group(1))
     print(f"\n### {nt} thread{'s' if nt > 1 else ''} (FMA peak {peak:.1f} GFLOP/s, triad {triad:.1f} GB/s)\n")
     print("| workload | autotune | % of peak | OpenBLAS | oneDNN | im2col+OpenBLAS | autotune vs best peer |" + (" vs 1 thread |" if nt > 1 else ""))
