@@ -368,7 +368,8 @@ pub fn variants(
 pub struct Seeds {
     /// The workload's own cached configs: this CPU's first (re-tuning, or
     /// stale: the last generator's winner is still a point of the space), then
-    /// its configs of other CPUs and thread counts.
+    /// its configs of other CPUs and thread counts, then those tuned for other
+    /// ISA levels of the triple (the space is the same at every level).
     pub incumbents: Vec<Config>,
     /// The winners of the operator's other workloads.
     pub others: Vec<Config>,
@@ -376,8 +377,11 @@ pub struct Seeds {
 
 /// The configs a tuning run of `workload_id` on `target` starts from.
 pub fn seeds(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu: &Cpu) -> Seeds {
-    let mut on_target: Vec<&Entry> = entries.iter().filter(|e| e.target == *target).collect();
-    on_target.sort_by_key(|e| !cpu.same(&e.tuned_on()));
+    let mut on_target: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.target.triple == target.triple)
+        .collect();
+    on_target.sort_by_key(|e| (e.target != *target, !cpu.same(&e.tuned_on())));
     let (own, others): (Vec<&Entry>, Vec<&Entry>) = on_target
         .into_iter()
         .partition(|e| e.workload_id == *workload_id);

@@ -292,6 +292,25 @@ fn entries_of_several_cpus_live_side_by_side() {
     assert_eq!(seeds.incumbents.first(), Some(&stale.config));
     assert_eq!(seeds.incumbents.len(), 3);
     assert!(seeds.others.is_empty());
+
+    // On a CPU of a lower ISA level, with no entry for it yet, the configs
+    // tuned for the higher level seed the run (after any of its own level).
+    let avx2 = target("x86_64-unknown-linux-gnu/avx2");
+    let mut own_level = on(&zen5, entry("mm[M1]", 1.0));
+    own_level.target = avx2.clone();
+    own_level.config = "output.tile.i=8 output.order=i-j".parse().unwrap();
+    let seeds = cache::seeds(&with_stale, &id("mm[M1]"), &avx2, &zen5);
+    assert_eq!(seeds.incumbents.len(), 3);
+    let mut both = with_stale.clone();
+    both.push(own_level.clone());
+    let seeds = cache::seeds(&both, &id("mm[M1]"), &avx2, &zen5);
+    assert_eq!(seeds.incumbents.len(), 4);
+    assert_eq!(seeds.incumbents.first(), Some(&own_level.config));
+    // Another triple's entries are not points of this space's target.
+    let arm = target("aarch64-unknown-linux-gnu/baseline");
+    assert!(cache::seeds(&both, &id("mm[M1]"), &arm, &zen5)
+        .incumbents
+        .is_empty());
 }
 
 #[test]

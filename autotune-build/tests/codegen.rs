@@ -61,6 +61,67 @@ fn matmul_c() {
     insta::assert_snapshot!(operator_c(&pkg(), &ops[0].op));
 }
 
+/// Each ISA clone computes on vectors its level's registers hold: a config's
+/// 16-float vectors run as 8-float ones in the AVX2 clone and 4-float ones in
+/// the baseline clone (GCC keeps a wider vector in memory: 1/24 the speed).
+#[test]
+fn each_clone_uses_vectors_its_level_holds() {
+    let ops = ops_from(
+        r#"
+        #[tensor_op(specialize(M = 64, N = 64, K = 64))]
+        pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }
+        "#,
+    )
+    .unwrap();
+    let op = &ops[0].op;
+    let shapes = &op.specializations[0].values;
+    let mut config = autotune_codegen::Space::new(op, shapes).default_config(op, shapes);
+    for (knob, value) in [
+        ("output.vector", autotune_codegen::Value::Name("j16".into())),
+        ("output.tile.j", autotune_codegen::Value::Int(2)),
+        ("output.tile.i", autotune_codegen::Value::Int(4)),
+    ] {
+        config.0.insert(knob.parse().unwrap(), value);
+    }
+    let clone = |isa: Isa| {
+        autotune_codegen::kernel_c(
+            op,
+            autotune_lang::mangle::Variant::Specialized(0),
+            Some(&config),
+            &[isa],
+            "k".into(),
+            "rt".into(),
+        )
+        .unwrap()
+    };
+    for (isa, lanes) in [(Isa::Avx512, 16), (Isa::Avx2, 8), (Isa::Baseline, 4)] {
+        let c = clone(isa);
+        let used: Vec<usize> = [2, 4, 8, 16]
+            .into_iter()
+            .filter(|w| c.contains(&format!("at_v{w} ")) || c.contains(&format!("at_v{w}u ")))
+            .collect();
+        assert_eq!(used, vec![lanes], "{isa}: vectors of {used:?} floats");
+    }
+    // Together, each clone is the one its level makes alone.
+    let all = autotune_codegen::kernel_c(
+        op,
+        autotune_lang::mangle::Variant::Specialized(0),
+        Some(&config),
+        &[Isa::Avx512, Isa::Avx2, Isa::Baseline],
+        "k".into(),
+        "rt".into(),
+    )
+    .unwrap();
+    let avx2 = clone(Isa::Avx2);
+    let body = |c: &str, isa: &str| {
+        let start = c.find(&format!("k__{isa}(")).unwrap();
+        c[start..].split("\n}\n").next().unwrap().to_string()
+    };
+    assert_eq!(body(&all, "avx2"), body(&avx2, "avx2"));
+}
+
 /// A constant input that the config packs: the copies are made into a block the
 /// handle's slot keeps (or, without a handle, one the call frees).
 #[test]

@@ -220,6 +220,17 @@ fn half_octave(x: i64) -> i64 {
 
 /// Prints one kernel: a clone per ISA level and the dispatcher named `k.symbol`.
 pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
+    let clones: Vec<(Isa, &Kernel)> = isas.iter().map(|&isa| (isa, k)).collect();
+    clones_c(&clones)
+}
+
+/// Prints one kernel from a lowering per ISA level (best first: the
+/// dispatcher tries them in this order), all with the first one's symbol,
+/// signature and constants: its clones and the dispatcher named after it.
+pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
+    let k = clones[0].1;
+    let isas: Vec<Isa> = clones.iter().map(|(isa, _)| *isa).collect();
+    let isas = isas.as_slice();
     let (params, args) = signature(k);
     let mut s = String::new();
     s.push_str("\n/*\n");
@@ -230,7 +241,10 @@ pub fn kernel_c(k: &Kernel, isas: &[Isa]) -> String {
     if !k.constants.is_empty() {
         s.push_str(CONSTANTS_C);
     }
-    let clones: String = isas.iter().map(|&isa| clone_c(k, isa, &params)).collect();
+    let clones: String = clones
+        .iter()
+        .map(|&(isa, k)| clone_c(k, isa, &params))
+        .collect();
     // Only kernels that read every other element define the loads that do
     // (so the C, and the fingerprint, of every other kernel stays as it was).
     if clones.contains(STRIDE2_PREFIX) {

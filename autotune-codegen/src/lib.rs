@@ -31,6 +31,7 @@ use autotune_lang::ir::Specialization;
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
+use space::StageSchedule;
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
@@ -39,7 +40,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 4;
+pub const GENERATOR_VERSION: u32 = 5;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header and the compile flags. A
@@ -228,10 +229,12 @@ pub fn kernel_c(
     symbol: String,
     runtime: String,
 ) -> Result<String, CodegenError> {
-    Ok(emit::kernel_c(
-        &lower_variant(op, variant, config, symbol, runtime)?,
-        isas,
-    ))
+    let clones = lower_clones(op, variant, config, isas, symbol, runtime)?;
+    Ok(emit::clones_c(&borrowed(&clones)))
+}
+
+fn borrowed(clones: &[(Isa, loopnest::Kernel)]) -> Vec<(Isa, &loopnest::Kernel)> {
+    clones.iter().map(|(isa, k)| (*isa, k)).collect()
 }
 
 /// The C source of `op`'s generic kernel with `schedules` (none: the default
@@ -260,7 +263,11 @@ pub fn generic_c(
     let mut buckets = Vec::new();
     let mut helpers = false;
     for (i, g) in schedules.iter().enumerate() {
-        let plan = plan(op, Variant::Generic, &g.at.values, Some(&g.config))?;
+        let plan = narrowed(
+            &plan(op, Variant::Generic, &g.at.values, Some(&g.config))?,
+            op,
+            tiled,
+        );
         let mut kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
         // Its calls at odd and small shapes pad-copy: scratch kept per thread.
         kernel.keeps_scratch = !kernel.scratch.is_empty();
@@ -298,24 +305,47 @@ pub fn generic_c(
     Ok(c)
 }
 
-fn lower_variant(
+/// `variant` of `op` with `config` lowered for each level of `isas`, its
+/// vectors no wider than the level's registers ([`narrowed`]); levels whose
+/// schedules agree share one lowering.
+fn lower_clones(
     op: &Operator,
     variant: Variant,
     config: Option<&Config>,
+    isas: &[Isa],
     symbol: String,
     runtime: String,
-) -> Result<loopnest::Kernel, CodegenError> {
+) -> Result<Vec<(Isa, loopnest::Kernel)>, CodegenError> {
     let schedule = match variant {
         Variant::Generic => None,
         Variant::Specialized(i) => Some(plan(op, variant, &op.specializations[i].values, config)?),
     };
-    Ok(lower::lower(
-        op,
-        variant,
-        schedule.as_deref(),
-        symbol,
-        runtime,
-    ))
+    let mut out: Vec<(Isa, Option<Vec<StageSchedule>>, loopnest::Kernel)> = Vec::new();
+    for &isa in isas {
+        let schedule = schedule.as_ref().map(|s| narrowed(s, op, isa));
+        let kernel = match out.iter().find(|(_, s, _)| *s == schedule) {
+            Some((_, _, k)) => k.clone(),
+            None => lower::lower(
+                op,
+                variant,
+                schedule.as_deref(),
+                symbol.clone(),
+                runtime.clone(),
+            ),
+        };
+        out.push((isa, schedule, kernel));
+    }
+    Ok(out.into_iter().map(|(isa, _, k)| (isa, k)).collect())
+}
+
+/// `schedule` with no vector wider than `isa`'s registers hold of `op`'s
+/// elements ([`StageSchedule::narrowed`]).
+fn narrowed(schedule: &[StageSchedule], op: &Operator, isa: Isa) -> Vec<StageSchedule> {
+    let lanes = isa.max_lanes(match op.dtype {
+        autotune_lang::ir::DType::F32 => 4,
+        autotune_lang::ir::DType::F64 => 8,
+    });
+    schedule.iter().map(|s| s.narrowed(lanes)).collect()
 }
 
 /// `config` (`None`: the default) of the space of `op` at `shapes`, decoded
@@ -377,27 +407,29 @@ fn specialisation_c(
     }
     let symbol = mangle::kernel_symbol(pkg, op, variant);
     let runtime = mangle::runtime_prefix(pkg);
-    let any = lower_variant(
+    let any = lower_clones(
         op,
         variant,
         choice.config.as_ref(),
+        isas,
         format!("{symbol}__any"),
         runtime.clone(),
     )?;
-    let mut c = emit::kernel_c(&any, isas);
+    let mut c = emit::clones_c(&borrowed(&any));
     let mut dispatch = Vec::new();
     for (i, (selector, config)) in choice.variants.iter().enumerate() {
-        let k = lower_variant(
+        let clones = lower_clones(
             op,
             variant,
             Some(config),
+            isas,
             format!("{symbol}__v{i}"),
             runtime.clone(),
         )?;
-        c.push_str(&emit::kernel_c(&k, isas));
-        dispatch.push((selector, k.symbol));
+        c.push_str(&emit::clones_c(&borrowed(&clones)));
+        dispatch.push((selector, clones[0].1.symbol.clone()));
     }
-    c.push_str(&emit::dispatcher(&any, &symbol, &dispatch));
+    c.push_str(&emit::dispatcher(&any[0].1, &symbol, &dispatch));
     Ok(c)
 }
 

@@ -381,6 +381,23 @@ pub enum StageSchedule {
     Fused(usize),
 }
 
+impl StageSchedule {
+    /// This schedule with no vector wider than `max_lanes`: the same register
+    /// tile (in elements), in more, narrower vectors. GCC keeps a vector wider
+    /// than the target's registers in memory (a config's 16 floats in an AVX2
+    /// clone ran at 1/25 of the 8-float tile it is split into here), so each
+    /// ISA clone is lowered with its own width ([`crate::Isa::max_lanes`]).
+    pub fn narrowed(&self, max_lanes: usize) -> StageSchedule {
+        match self {
+            StageSchedule::Tiled(p) => StageSchedule::Tiled(StagePlan {
+                vector: p.vector.map(|(a, w)| (a, w.min(max_lanes))),
+                ..p.clone()
+            }),
+            other => other.clone(),
+        }
+    }
+}
+
 const TILES: [i64; 12] = [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16];
 const BLOCKS: [i64; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 const SPLITS: [i64; 9] = [4, 8, 16, 32, 64, 128, 256, 512, 1024];

@@ -53,6 +53,18 @@ impl Isa {
         }
     }
 
+    /// The most lanes of `elem_bytes`-byte elements a vector register of
+    /// this level holds (x86: zmm, ymm, xmm; the baseline of any target is
+    /// taken as 16-byte vectors).
+    pub fn max_lanes(self, elem_bytes: usize) -> usize {
+        let bytes = match self {
+            Isa::Avx512 => 64,
+            Isa::Avx2 => 32,
+            Isa::Baseline => 16,
+        };
+        bytes / elem_bytes
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Isa::Avx512 => "avx512",

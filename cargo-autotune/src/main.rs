@@ -233,8 +233,9 @@ enum Command {
         /// Threads of the kernel's pool (default: what the kernels ship with).
         #[arg(long)]
         threads: Option<usize>,
-        /// Instead, time each workload's entries of other CPUs beside this
-        /// CPU's own: what replaying them here would cost.
+        /// Instead, time each workload's entries of other CPUs (of any ISA
+        /// level, compiled at this CPU's) and its default config beside this
+        /// CPU's own: what replaying them here, or a miss, would cost.
         #[arg(long)]
         other_cpus: bool,
         /// Rounds of alternating timings (with --other-cpus); the median counts.
