@@ -120,7 +120,7 @@ pub(crate) fn for_operator(
             _ => {
                 // Tuning for minutes deserves a word on why, when the cache has
                 // this workload for other machines only.
-                let others: Vec<String> = entries
+                let others: std::collections::BTreeSet<String> = entries
                     .iter()
                     .filter(|e| e.workload_id == id && e.target != *target)
                     .map(|e| e.target.to_string())
@@ -130,7 +130,7 @@ pub(crate) fn for_operator(
                         "{}: the tuning cache has entries only for {}, not for this machine's {}; \
                          tuning it here (up to {} trials / {} s)",
                         w.key(),
-                        others.join(", "),
+                        Vec::from_iter(others).join(", "),
                         target,
                         settings.budget.trials,
                         settings.budget.seconds

@@ -139,7 +139,7 @@ impl Builder {
             let path = c_dir.join(format!("{}.c", s.op.name));
             let configs =
                 configs::for_operator(&s.op, &all_ops, mode, &cache_dir, &settings, &mut missing)?;
-            let generic = GenericSchedule::for_operator(&s.op, &configs);
+            let generic = GenericSchedule::for_operator(&s.op, &configs, settings.target.isa);
             // The generic kernel's tiles run the configs chosen for this target's level.
             let c = autotune_codegen::operator_c(
                 pkg,

@@ -166,17 +166,18 @@ impl GenericSchedule {
     /// for each declared bucket, in their order; then the config chosen for
     /// each exact specialisation at its shapes, largest (by flops) first, a
     /// config that repeats one already listed left out (`choices` by
-    /// specialisation, `None` meaning the space's default); without any, the
-    /// space's default config at nominal shapes (every input size 64, else
-    /// the largest power of two down to 8 that makes every size positive).
-    pub fn for_operator(op: &Operator, choices: &[Choice]) -> Vec<GenericSchedule> {
+    /// specialisation, `None` meaning the space's default for `isa`, the level
+    /// the tiled kernels are compiled for); without any, the space's default
+    /// config at nominal shapes (every input size 64, else the largest power
+    /// of two down to 8 that makes every size positive).
+    pub fn for_operator(op: &Operator, choices: &[Choice], isa: Isa) -> Vec<GenericSchedule> {
         let specs = &op.specializations;
         let config = |i: usize| {
             let anchor = &specs[i].values;
             choices
                 .get(i)
                 .and_then(|c| c.config.clone())
-                .unwrap_or_else(|| Space::new(op, anchor).default_config(op, anchor))
+                .unwrap_or_else(|| Space::new(op, anchor).default_config_for(op, anchor, isa))
         };
         let mut out: Vec<GenericSchedule> = (0..specs.len())
             .filter(|&i| specs[i].bucket.is_some())
@@ -206,7 +207,7 @@ impl GenericSchedule {
                     .filter(|values| values.iter().all(|x| *x > 0))
             });
             if let Some(anchor) = nominal {
-                let config = Space::new(op, &anchor).default_config(op, &anchor);
+                let config = Space::new(op, &anchor).default_config_for(op, &anchor, isa);
                 out.push(GenericSchedule {
                     at: Specialization::exact(anchor),
                     config,
@@ -264,7 +265,7 @@ pub fn generic_c(
     let mut helpers = false;
     for (i, g) in schedules.iter().enumerate() {
         let plan = narrowed(
-            &plan(op, Variant::Generic, &g.at.values, Some(&g.config))?,
+            &plan(op, Variant::Generic, &g.at.values, Some(&g.config), tiled)?,
             op,
             tiled,
         );
@@ -316,13 +317,15 @@ fn lower_clones(
     symbol: String,
     runtime: String,
 ) -> Result<Vec<(Isa, loopnest::Kernel)>, CodegenError> {
-    let schedule = match variant {
-        Variant::Generic => None,
-        Variant::Specialized(i) => Some(plan(op, variant, &op.specializations[i].values, config)?),
-    };
     let mut out: Vec<(Isa, Option<Vec<StageSchedule>>, loopnest::Kernel)> = Vec::new();
     for &isa in isas {
-        let schedule = schedule.as_ref().map(|s| narrowed(s, op, isa));
+        let schedule = match variant {
+            Variant::Generic => None,
+            Variant::Specialized(i) => {
+                let shapes = &op.specializations[i].values;
+                Some(narrowed(&plan(op, variant, shapes, config, isa)?, op, isa))
+            }
+        };
         let kernel = match out.iter().find(|(_, s, _)| *s == schedule) {
             Some((_, _, k)) => k.clone(),
             None => lower::lower(
@@ -341,27 +344,25 @@ fn lower_clones(
 /// `schedule` with no vector wider than `isa`'s registers hold of `op`'s
 /// elements ([`StageSchedule::narrowed`]).
 fn narrowed(schedule: &[StageSchedule], op: &Operator, isa: Isa) -> Vec<StageSchedule> {
-    let lanes = isa.max_lanes(match op.dtype {
-        autotune_lang::ir::DType::F32 => 4,
-        autotune_lang::ir::DType::F64 => 8,
-    });
+    let lanes = isa.max_lanes(space::elem_bytes(op.dtype));
     schedule.iter().map(|s| s.narrowed(lanes)).collect()
 }
 
-/// `config` (`None`: the default) of the space of `op` at `shapes`, decoded
-/// into per-stage plans for `variant`.
+/// `config` (`None`: the default for `isa`) of the space of `op` at
+/// `shapes`, decoded into per-stage plans for `variant`.
 fn plan(
     op: &Operator,
     variant: Variant,
     shapes: &[i64],
     config: Option<&Config>,
+    isa: Isa,
 ) -> Result<Vec<space::StageSchedule>, CodegenError> {
     let space = Space::new(op, shapes);
     let default;
     let config = match config {
         Some(c) => c,
         None => {
-            default = space.default_config(op, shapes);
+            default = space.default_config_for(op, shapes, isa);
             &default
         }
     };

@@ -19,6 +19,8 @@ use std::fmt;
 use autotune_lang::analysis::{fusible_consumer, load_sites, single_reduction, Reduction};
 use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
 
+use crate::Isa;
+
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
 #[derive(
     Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -372,6 +374,14 @@ impl StagePlan {
     }
 }
 
+/// Bytes of one element of `dtype`.
+pub fn elem_bytes(dtype: DType) -> usize {
+    match dtype {
+        DType::F32 => 4,
+        DType::F64 => 8,
+    }
+}
+
 /// The schedule of every stage of an operator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StageSchedule {
@@ -384,8 +394,8 @@ pub enum StageSchedule {
 impl StageSchedule {
     /// This schedule with no vector wider than `max_lanes`: the same register
     /// tile (in elements), in more, narrower vectors. GCC keeps a vector wider
-    /// than the target's registers in memory (a config's 16 floats in an AVX2
-    /// clone ran at 1/25 of the 8-float tile it is split into here), so each
+    /// than the target's registers in memory (matmul 1024³'s default config
+    /// ran at a tenth of its speed split here, in an AVX2 clone), so each
     /// ISA clone is lowered with its own width ([`crate::Isa::max_lanes`]).
     pub fn narrowed(&self, max_lanes: usize) -> StageSchedule {
         match self {
@@ -611,9 +621,21 @@ impl Space {
     /// A reasonable config without tuning: vectorise the last spatial axis, a
     /// register tile of about 6 × 3 vectors, blocks near 96 rows × 192 columns,
     /// reduction blocks near 512, the vector axis outermost, operands indexed by
-    /// plain axes packed, epilogues fused, the outermost loop parallel.
+    /// plain axes packed, epilogues fused, the outermost loop parallel. For
+    /// AVX-512: [`Space::default_config_for`] gives the other levels theirs.
     pub fn default_config(&self, op: &Operator, shapes: &[i64]) -> Config {
+        self.default_config_for(op, shapes, Isa::Avx512)
+    }
+
+    /// The default config for `isa`: vectors as wide as its registers, and a
+    /// register tile that fits them (about 6 × 3 vectors in AVX-512's 32
+    /// registers, 6 × 2 in the 16 of AVX2 and the baseline).
+    pub fn default_config_for(&self, op: &Operator, shapes: &[i64], isa: Isa) -> Config {
         let mut c = BTreeMap::new();
+        let (width, vectors) = (
+            isa.max_lanes(elem_bytes(self.dtype)) as i64,
+            if isa == Isa::Avx512 { 3 } else { 2 },
+        );
         let pick = |k: &Knob, want: i64| -> Value {
             // The largest numeric choice not above `want`, else the smallest.
             let mut best = k.choices[0].clone();
@@ -634,10 +656,6 @@ impl Space {
             let stage = &op.stages[s];
             let p = &info.prefix;
             let last = info.n_spatial.checked_sub(1);
-            let width = match self.dtype {
-                DType::F32 => 16,
-                DType::F64 => 8,
-            };
             // The last axis vectorised, with the widest vector it fills.
             let vector = last.and_then(|a| {
                 let e = stage.axes[a].extent.value(shapes);
@@ -668,7 +686,7 @@ impl Space {
                             k,
                             vector
                                 .as_ref()
-                                .map_or(3, |(_, e, w)| 3.min((e + w - 1) / w)),
+                                .map_or(vectors, |(_, e, w)| vectors.min((e + w - 1) / w)),
                         )
                     } else if last.and_then(|l| l.checked_sub(1)) == Some(a) {
                         pick(k, 6)

@@ -211,7 +211,7 @@ pub fn tune(
     let mut measured: HashSet<u128> = HashSet::new();
     // Every config that ran, with its figure: what the winner is confirmed among.
     let mut scored: Vec<(Config, f64)> = Vec::new();
-    let default = space.default_config(&w.op, w.shapes());
+    let default = space.default_config_for(&w.op, w.shapes(), target.isa);
     // Resume: earlier trials of this workload on this target, timed on this
     // CPU at this thread count, count. (Records that do not say their count or
     // CPU are not resumed: their best may be another's, and saved as this

@@ -159,7 +159,8 @@ fn one(src: &str, dir: &Path) -> Result<(), TestCaseError> {
         };
         let configs = vec![autotune_codegen::Choice::default(); op.specializations.len()];
         let c = catch_unwind(AssertUnwindSafe(|| {
-            let generic = autotune_codegen::GenericSchedule::for_operator(&op, &configs);
+            let generic =
+                autotune_codegen::GenericSchedule::for_operator(&op, &configs, Isa::Avx512);
             autotune_codegen::operator_c(
                 &pkg,
                 &op,

@@ -452,7 +452,11 @@ fn main() -> Result<()> {
                             println!("  {:<28} {}", k.name, choices.join(" "));
                         }
                     }
-                    println!("  default: {}", space.default_config(&op, w.shapes()));
+                    println!(
+                        "  default ({}): {}",
+                        host_target()?.isa,
+                        space.default_config_for(&op, w.shapes(), host_target()?.isa)
+                    );
                 }
                 if op.specializations.is_empty() {
                     println!("{}: no specialisation (only the generic kernel)", op.name);
@@ -515,7 +519,11 @@ fn main() -> Result<()> {
                     let config = if cached { cached_config(&s)? } else { None };
                     choices.push(autotune_codegen::Choice::from(config));
                 }
-                let g = autotune_codegen::GenericSchedule::for_operator(&op, &choices);
+                let g = autotune_codegen::GenericSchedule::for_operator(
+                    &op,
+                    &choices,
+                    host_target()?.isa,
+                );
                 let mut what = format!("generic kernel, {} bucket(s)", g.len());
                 for b in &g {
                     what += &format!("\n  at {:?}: {}", b.at, b.config);
@@ -532,7 +540,7 @@ fn main() -> Result<()> {
                             cache.display()
                         )
                     })?,
-                    None => space.default_config(&w.op, w.shapes()),
+                    None => space.default_config_for(&w.op, w.shapes(), host_target()?.isa),
                 };
                 space.index_of(&config).with_context(|| {
                     format!("the config does not belong to the space of {}", w.key())

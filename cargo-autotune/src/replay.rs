@@ -56,10 +56,13 @@ fn measure(
         return Ok(None);
     }
     // This CPU's entry, the default config, then the others'.
-    let configs: Vec<_> = [own.config.clone(), space.default_config(&w.op, w.shapes())]
-        .into_iter()
-        .chain(others.iter().map(|e| e.config.clone()))
-        .collect();
+    let configs: Vec<_> = [
+        own.config.clone(),
+        space.default_config_for(&w.op, w.shapes(), target.isa),
+    ]
+    .into_iter()
+    .chain(others.iter().map(|e| e.config.clone()))
+    .collect();
     let batch = build_batch(w, &configs, target.isa, dir, 1)?;
     for i in 0..configs.len() {
         batch
