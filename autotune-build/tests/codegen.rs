@@ -47,17 +47,16 @@ fn tempdir() -> PathBuf {
     dir
 }
 
+const MATMUL_64: &str = r#"
+    #[tensor_op(specialize(M = 64, N = 64, K = 64))]
+    pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+        compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+    }
+"#;
+
 #[test]
 fn matmul_c() {
-    let ops = ops_from(
-        r#"
-        #[tensor_op(specialize(M = 64, N = 64, K = 64))]
-        pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }
-        "#,
-    )
-    .unwrap();
+    let ops = ops_from(MATMUL_64).unwrap();
     insta::assert_snapshot!(operator_c(&pkg(), &ops[0].op));
 }
 
@@ -66,15 +65,7 @@ fn matmul_c() {
 /// the baseline clone (GCC keeps a wider vector in memory: a tenth the speed).
 #[test]
 fn each_clone_uses_vectors_its_level_holds() {
-    let ops = ops_from(
-        r#"
-        #[tensor_op(specialize(M = 64, N = 64, K = 64))]
-        pub fn matmul(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }
-        "#,
-    )
-    .unwrap();
+    let ops = ops_from(MATMUL_64).unwrap();
     let op = &ops[0].op;
     let shapes = &op.specializations[0].values;
     let mut config = autotune_codegen::Space::new(op, shapes).default_config(op, shapes);

@@ -31,7 +31,7 @@ use autotune_lang::ir::Specialization;
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
-use space::StageSchedule;
+use space::{elem_bytes, StageSchedule};
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
@@ -264,11 +264,7 @@ pub fn generic_c(
     let mut buckets = Vec::new();
     let mut helpers = false;
     for (i, g) in schedules.iter().enumerate() {
-        let plan = narrowed(
-            &plan(op, Variant::Generic, &g.at.values, Some(&g.config), tiled)?,
-            op,
-            tiled,
-        );
+        let plan = plan(op, Variant::Generic, &g.at.values, Some(&g.config), tiled)?;
         let mut kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
         // Its calls at odd and small shapes pad-copy: scratch kept per thread.
         kernel.keeps_scratch = !kernel.scratch.is_empty();
@@ -307,7 +303,7 @@ pub fn generic_c(
 }
 
 /// `variant` of `op` with `config` lowered for each level of `isas`, its
-/// vectors no wider than the level's registers ([`narrowed`]); levels whose
+/// vectors no wider than the level's registers ([`plan`]); levels whose
 /// schedules agree share one lowering.
 fn lower_clones(
     op: &Operator,
@@ -323,7 +319,7 @@ fn lower_clones(
             Variant::Generic => None,
             Variant::Specialized(i) => {
                 let shapes = &op.specializations[i].values;
-                Some(narrowed(&plan(op, variant, shapes, config, isa)?, op, isa))
+                Some(plan(op, variant, shapes, config, isa)?)
             }
         };
         let kernel = match out.iter().find(|(_, s, _)| *s == schedule) {
@@ -341,15 +337,10 @@ fn lower_clones(
     Ok(out.into_iter().map(|(isa, _, k)| (isa, k)).collect())
 }
 
-/// `schedule` with no vector wider than `isa`'s registers hold of `op`'s
-/// elements ([`StageSchedule::narrowed`]).
-fn narrowed(schedule: &[StageSchedule], op: &Operator, isa: Isa) -> Vec<StageSchedule> {
-    let lanes = isa.max_lanes(space::elem_bytes(op.dtype));
-    schedule.iter().map(|s| s.narrowed(lanes)).collect()
-}
-
 /// `config` (`None`: the default for `isa`) of the space of `op` at
-/// `shapes`, decoded into per-stage plans for `variant`.
+/// `shapes`, decoded into per-stage plans for `variant` at `isa`: no vector
+/// wider than its registers hold of `op`'s elements
+/// ([`StageSchedule::narrowed`]).
 fn plan(
     op: &Operator,
     variant: Variant,
@@ -366,11 +357,13 @@ fn plan(
             &default
         }
     };
-    space.plan(op, config).map_err(|source| CodegenError {
+    let lanes = isa.max_lanes(elem_bytes(op.dtype));
+    let plan = space.plan(op, config).map_err(|source| CodegenError {
         op: op.name.clone(),
         variant: mangle::variant_name(op, variant),
         source: Box::new(source),
-    })
+    })?;
+    Ok(plan.iter().map(|s| s.narrowed(lanes)).collect())
 }
 
 /// The C source of one variant of a package's operator, under its real symbol
