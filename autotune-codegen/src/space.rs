@@ -19,7 +19,7 @@ use std::fmt;
 use autotune_lang::analysis::{fusible_consumer, load_sites, single_reduction, Reduction};
 use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
 
-use crate::Isa;
+use crate::target::Isa;
 
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
 #[derive(
@@ -396,7 +396,7 @@ impl StageSchedule {
     /// tile (in elements), in more, narrower vectors. GCC keeps a vector wider
     /// than the target's registers in memory (matmul 1024³'s default config
     /// ran at a tenth of its speed split here, in an AVX2 clone), so each
-    /// ISA clone is lowered with its own width ([`crate::Isa::max_lanes`]).
+    /// ISA clone is lowered with its own width ([`Isa::max_lanes`]).
     pub fn narrowed(&self, max_lanes: usize) -> StageSchedule {
         match self {
             StageSchedule::Tiled(p) => StageSchedule::Tiled(StagePlan {
