@@ -241,16 +241,16 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
     if !k.constants.is_empty() {
         s.push_str(CONSTANTS_C);
     }
-    let clones: String = clones
+    let bodies: String = clones
         .iter()
         .map(|&(isa, k)| clone_c(k, isa, &params))
         .collect();
     // Only kernels that read every other element define the loads that do
     // (so the C, and the fingerprint, of every other kernel stays as it was).
-    if clones.contains(STRIDE2_PREFIX) {
+    if bodies.contains(STRIDE2_PREFIX) {
         s.push_str(STRIDE2_C);
     }
-    s.push_str(&clones);
+    s.push_str(&bodies);
     let _ = writeln!(s, "int32_t {}({}) {{", k.symbol, params.join(", "));
     match isas {
         [only] => {

@@ -31,7 +31,7 @@ use autotune_lang::ir::Specialization;
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
-use space::{elem_bytes, StageSchedule};
+use space::StageSchedule;
 pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
@@ -357,7 +357,7 @@ fn plan(
             &default
         }
     };
-    let lanes = isa.max_lanes(elem_bytes(op.dtype));
+    let lanes = isa.max_lanes(op.dtype.size());
     let plan = space.plan(op, config).map_err(|source| CodegenError {
         op: op.name.clone(),
         variant: mangle::variant_name(op, variant),

@@ -374,14 +374,6 @@ impl StagePlan {
     }
 }
 
-/// Bytes of one element of `dtype`.
-pub fn elem_bytes(dtype: DType) -> usize {
-    match dtype {
-        DType::F32 => 4,
-        DType::F64 => 8,
-    }
-}
-
 /// The schedule of every stage of an operator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StageSchedule {
@@ -633,7 +625,7 @@ impl Space {
     pub fn default_config_for(&self, op: &Operator, shapes: &[i64], isa: Isa) -> Config {
         let mut c = BTreeMap::new();
         let (width, vectors) = (
-            isa.max_lanes(elem_bytes(self.dtype)) as i64,
+            isa.max_lanes(self.dtype.size()) as i64,
             if isa == Isa::Avx512 { 3 } else { 2 },
         );
         let pick = |k: &Knob, want: i64| -> Value {

@@ -34,7 +34,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use autotune_lang::ir::{DType, Operator, TensorRef};
+use autotune_lang::ir::{Operator, TensorRef};
 use autotune_lang::mangle::Variant;
 
 use autotune_codegen::loopnest::{opens_border_tile, IExpr, Kernel, LoopKind, Stmt, VExpr};
@@ -232,10 +232,7 @@ impl Featurizer {
 
     fn profile(&self, config: &Config) -> Result<Profile, ConfigError> {
         let plan = self.space.plan(&self.op, config)?;
-        let elem_bytes = match self.op.dtype {
-            DType::F32 => 4.0,
-            DType::F64 => 8.0,
-        };
+        let elem_bytes = self.op.dtype.size() as f64;
         let shapes = &self.op.specializations[self.spec].values;
         let shape = nest_shape(&self.op, shapes, &plan);
         let mut profile = match self.source {
@@ -587,10 +584,7 @@ impl Nest {
                 loops: Vec::new(),
                 leaves: Vec::new(),
                 scratch: HashMap::new(),
-                elem_bytes: match k.dtype {
-                    DType::F32 => 4.0,
-                    DType::F64 => 8.0,
-                },
+                elem_bytes: k.dtype.size() as f64,
                 ids: HashMap::new(),
             },
             lets: HashMap::new(),

@@ -271,7 +271,7 @@ fn config_index_bijection_and_text_roundtrip() {
 /// AVX2 clone: spilled, half the speed of 6 × 2 on matmul 1024³.)
 #[test]
 fn default_configs_fit_their_levels_registers() {
-    use autotune_codegen::space::{elem_bytes, StageSchedule};
+    use autotune_codegen::space::StageSchedule;
     use autotune_codegen::Isa;
     for op in test_ops() {
         for spec in &op.specializations {
@@ -282,7 +282,7 @@ fn default_configs_fit_their_levels_registers() {
                     .index_of(&d)
                     .expect("the default config is in the space");
                 assert!(space.sensible(&d), "{} at {isa}: default {d}", op.name);
-                let lanes = isa.max_lanes(elem_bytes(op.dtype));
+                let lanes = isa.max_lanes(op.dtype.size());
                 for s in space.plan(&op, &d).unwrap() {
                     let StageSchedule::Tiled(p) = s.narrowed(lanes) else {
                         continue;
