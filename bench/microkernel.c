@@ -4,8 +4,8 @@
  * vector of the packed panel) comes to the FMA peak, with nothing else in the way: the
  * packed panels of one tile, in L1 (B reused) or streamed from L2 (B per call), with or
  * without software prefetch. Compiled with the kernels' flags and target attribute.
- *   microkernel KC PANELS    (MR, NV, BSTREAM, PF set with -D; see bench/microkernel.sh)
- * Prints GFLOP/s of repeated MR x (NV*16) x KC tile updates (best of 3).
+ *   microkernel KC PANELS    (MR, NV, VL, BSTREAM, PF set with -D; see bench/microkernel.sh)
+ * Prints GFLOP/s of repeated MR x (NV*VL) x KC tile updates (best of 3).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,8 +18,11 @@
 #ifndef MR
 #define MR 6 /* rows of the tile: broadcasts per reduction step */
 #endif
+#ifndef VL
+#define VL 16 /* floats per vector: 16 (AVX-512), 8 (AVX2, as the AVX2 clone lowers) */
+#endif
 #ifndef NV
-#define NV 3 /* 16-float vectors per row */
+#define NV 3 /* VL-float vectors per row */
 #endif
 #ifndef BSTREAM
 #define BSTREAM 0 /* 1: each call reads another B panel (from L2), 0: one panel (L1) */
@@ -34,9 +37,19 @@
 #if EMBEDDED == 1 && (MR != 12 || NV != 2)
 #error "the hand-written tile is 12x2"
 #endif
+#if EMBEDDED && VL != 16
+#error "the hand-written and intrinsics tiles are AVX-512's"
+#endif
 
 typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4)));
+typedef float vl __attribute__((vector_size(VL * 4)));
+typedef float vlu __attribute__((vector_size(VL * 4), aligned(4)));
+#if VL == 16
+#define TILE_TARGET "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"
+#else
+#define TILE_TARGET "avx2,fma"
+#endif
 
 static double now(void) {
     struct timespec t;
@@ -44,23 +57,23 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"), noinline)) static void
+__attribute__((target(TILE_TARGET), noinline)) static void
 tile(const float *restrict pa, const float *restrict pb, float *restrict c, int64_t kc) {
-    v16 acc[MR][NV];
+    vl acc[MR][NV];
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NV; j++) acc[i][j] = *(const v16u *)&c[(i * NV + j) * 16];
+        for (int j = 0; j < NV; j++) acc[i][j] = *(const vlu *)&c[(i * NV + j) * VL];
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; k++) {
         if (PF) {
-            for (int j = 0; j < NV; j++) __builtin_prefetch(&pb[(k + PF) * NV * 16 + j * 16], 0, 3);
+            for (int j = 0; j < NV; j++) __builtin_prefetch(&pb[(k + PF) * NV * VL + j * VL], 0, 3);
             if (k % 4 == 0) __builtin_prefetch(&pa[(k + PF) * MR], 0, 3);
         }
         for (int i = 0; i < MR; i++)
             for (int j = 0; j < NV; j++)
-                acc[i][j] += pa[k * MR + i] * *(const v16u *)&pb[(k * NV + j) * 16];
+                acc[i][j] += pa[k * MR + i] * *(const vlu *)&pb[(k * NV + j) * VL];
     }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NV; j++) *(v16u *)&c[(i * NV + j) * 16] = acc[i][j];
+        for (int j = 0; j < NV; j++) *(vlu *)&c[(i * NV + j) * VL] = acc[i][j];
 }
 
 #if EMBEDDED == 2
@@ -121,23 +134,23 @@ int main(int argc, char **argv) {
     if (argc < 3) return 2;
     int64_t kc = atoll(argv[1]), panels = atoll(argv[2]);
     float *pa = malloc(sizeof(float) * (kc + PF + 1) * MR * panels);
-    float *pb = malloc(sizeof(float) * (kc + PF + 1) * NV * 16 * panels);
-    float c[MR * NV * 16] = {0};
+    float *pb = malloc(sizeof(float) * (kc + PF + 1) * NV * VL * panels);
+    float c[MR * NV * VL] = {0};
     if (!pa || !pb) return 1;
     for (int64_t i = 0; i < (kc + PF + 1) * MR * panels; i++) pa[i] = 1e-3f * (float)(i % 7);
-    for (int64_t i = 0; i < (kc + PF + 1) * NV * 16 * panels; i++) pb[i] = 1e-3f * (float)(i % 5);
-    int64_t reps = 400000000 / (kc * MR * NV * 16) + 1;
+    for (int64_t i = 0; i < (kc + PF + 1) * NV * VL * panels; i++) pb[i] = 1e-3f * (float)(i % 5);
+    int64_t reps = 400000000 / (kc * MR * NV * VL) + 1;
     double best = 0;
     for (int t = 0; t < 3; t++) {
         double t0 = now();
         for (int64_t r = 0; r < reps; r++) {
             int64_t p = r % panels;
-            TILE(pa + p * kc * MR, pb + (BSTREAM ? p * kc * NV * 16 : 0), c, kc);
+            TILE(pa + p * kc * MR, pb + (BSTREAM ? p * kc * NV * VL : 0), c, kc);
         }
-        double g = 2.0 * kc * MR * NV * 16 * reps / (now() - t0) / 1e9;
+        double g = 2.0 * kc * MR * NV * VL * reps / (now() - t0) / 1e9;
         if (g > best) best = g;
     }
-    printf("tile %dx%d (x16) kc=%lld %s prefetch=%d%s: %.1f GFLOP/s (check %g)\n", MR, NV,
+    printf("tile %dx%d (x%d) kc=%lld %s prefetch=%d%s: %.1f GFLOP/s (check %g)\n", MR, NV, VL,
            (long long)kc, BSTREAM ? "B from L2" : "B in L1", PF,
            EMBEDDED == 1 ? " by hand, embedded broadcasts" : EMBEDDED == 2 ? " intrinsics" : "", best, (double)c[0]);
     free(pa);
