@@ -10,6 +10,9 @@
 #   vs im2col+OpenBLAS, oneDNN (Debian) and ONNX Runtime (PyPI).
 # - ResNet-18 end to end: the example vs ONNX Runtime on the same weights and input.
 # Peers that need system packages or PyPI are installed here when missing.
+# ROUNDS=n repeats the GEMM part n times, autotune and the peers alternating (the report
+# takes each figure's median over the rounds: for hosts whose speed drifts within
+# minutes); ONLY=gemm skips the ResNet-18 part.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
@@ -17,6 +20,8 @@ PEERS="${PEERS:-$ROOT/../shared/peers}"
 BUILD=/tmp/autotune-peers
 VENV="${VENV:-/tmp/autotune-peers-venv}"
 OUT="${OUT:-$ROOT/bench/results/peers-$(date +%Y%m%d-%H%M%S)}"
+ROUNDS="${ROUNDS:-1}"
+ONLY="${ONLY:-}"
 mkdir -p "$BUILD" "$OUT"
 
 install_peers libopenblas-dev libdnnl-dev
@@ -50,18 +55,21 @@ for nt in 1 2; do
   if [ $nt = 1 ]; then PIN="taskset -c 1"; else PIN="taskset -c 0,1"; fi
   echo "## $nt thread(s)"
   $BUILD/peak $nt | grep fma
-  echo "# GEMM"
-  set -- $SPECS
-  for shape in $SHAPES; do
-    echo "autotune gemm $shape:"
-    $PIN $AT bench --file "$ROOT/bench/ops.rs" --op gemm --spec "$1" --cached --cache "$ROOT/bench/tuning-cache" \
-      --threads "$nt" --samples 9 --dir "$BUILD/at-gemm-$1" | tail -1
-    shift
+  for ((round = 1; round <= ROUNDS; round++)); do
+    echo "# GEMM, round $round"
+    set -- $SPECS
+    for shape in $SHAPES; do
+      echo "autotune gemm $shape:"
+      $PIN $AT bench --file "$ROOT/bench/ops.rs" --op gemm --spec "$1" --cached --cache "$ROOT/bench/tuning-cache" \
+        --threads "$nt" --samples 9 --dir "$BUILD/at-gemm-$1" | tail -1
+      shift
+    done
+    $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
+    $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
+    $PIN $RUSTGEMM gemm $nt $SHAPES
+    MATMUL_NUM_THREADS=$nt $PIN $RUSTGEMM mm $nt $SHAPES
   done
-  $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
-  $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
-  $PIN $RUSTGEMM gemm $nt $SHAPES
-  MATMUL_NUM_THREADS=$nt $PIN $RUSTGEMM mm $nt $SHAPES
+  [ "$ONLY" = gemm ] && continue
   echo "# ResNet-18 and its conv layers"
   $PIN "$RESNET" --layers --threads $nt
   $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$BUILD/model" $nt

@@ -2,16 +2,24 @@
 """Turns a bench/peers.sh run into the markdown tables of docs/performance.md.
 
 Usage: python3 bench/peers_report.py bench/results/peers-<time>   (reads run.log)
-All figures are GFLOP/s medians unless marked ms; "vs best" is autotune's speed over the
-fastest peer of the row (above 1.00× autotune is faster).
+All figures are GFLOP/s medians unless marked ms (a GEMM figure of a run with ROUNDS > 1:
+the median of the rounds' medians); "vs best" is autotune's speed over the fastest peer of
+the row (above 1.00× autotune is faster).
 """
 import re
+import statistics
 import sys
 from resnet18_layers import LAYERS, figures, num
 
 text = open(f"{sys.argv[1]}/run.log").read()
 sections = re.split(r"^## (\d) thread\(s\)$", text, flags=re.M)
 SHAPES = ["256x256x256", "512x512x512", "1024x1024x1024", "127x255x511", "1x4096x4096", "16x4096x4096"]
+
+
+def med(pattern, text):
+    """The median over every match of `pattern`'s first group in `text`, or None."""
+    xs = [float(x) for x in re.findall(pattern, text)]
+    return statistics.median(xs) if xs else None
 
 
 def fmt(x):
@@ -33,14 +41,19 @@ for i in range(1, len(sections), 2):
     for shape in SHAPES:
         m, n, k = shape.split("x")
         key = rf"threads={nt} M={m} N={n} K={k} gflops_med=([\d.]+)"
-        a = num(rf"autotune gemm {shape}:\n([\d.]+) GFLOP/s", sec)
-        blas = num(r"peer=openblas " + key, sec)
-        gemv = num(r"peer=openblas_gemv " + key, sec) if m == "1" else None
-        gemm = num(r"peer=gemm-[^ ]* " + key, sec)
-        mm = num(r"peer=matrixmultiply-[^ ]* " + key, sec)
+        a = med(rf"autotune gemm {shape}:\n([\d.]+) GFLOP/s", sec)
+        blas = med(r"peer=openblas " + key, sec)
+        gemv = med(r"peer=openblas_gemv " + key, sec) if m == "1" else None
+        gemm = med(r"peer=gemm-[^ ]* " + key, sec)
+        mm = med(r"peer=matrixmultiply-[^ ]* " + key, sec)
         blas_s = fmt(blas) + (f" (sgemv {gemv:.1f})" if gemv else "")
         print(f"| {shape} | **{fmt(a)}** | {blas_s} | {fmt(gemm)} | {fmt(mm)} | {ratio(a, [blas, gemv, gemm, mm])} |")
 
+    rounds = len(re.findall(r"^# GEMM", sec, flags=re.M))
+    if rounds > 1:
+        print(f"\n(medians of {rounds} alternating rounds)")
+    if "# ResNet-18" not in sec:
+        continue
     print(f"\n### ResNet-18 conv layers, {nt} thread{plural} (GFLOP/s over padded taps; autotune ms)\n")
     print("| layer | C→K, H, R/stride | autotune | ms | im2col+OpenBLAS | oneDNN | ONNX Runtime | autotune vs best peer |")
     print("|---|---|---|---|---|---|---|---|")
