@@ -264,7 +264,15 @@ pub fn generic_c(
     let mut buckets = Vec::new();
     let mut helpers = false;
     for (i, g) in schedules.iter().enumerate() {
-        let plan = plan(op, Variant::Generic, &g.at.values, Some(&g.config), tiled)?;
+        let at = &g.at.values;
+        let plan = plan(
+            op,
+            &Space::new(op, at),
+            Variant::Generic,
+            at,
+            Some(&g.config),
+            tiled,
+        )?;
         let mut kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
         // Its calls at odd and small shapes pad-copy: scratch kept per thread.
         kernel.keeps_scratch = !kernel.scratch.is_empty();
@@ -313,14 +321,19 @@ fn lower_clones(
     symbol: String,
     runtime: String,
 ) -> Result<Vec<(Isa, loopnest::Kernel)>, CodegenError> {
+    // One space for every level: only the plan's vectors (and the default) differ.
+    let space = match variant {
+        Variant::Generic => None,
+        Variant::Specialized(i) => {
+            let shapes = &op.specializations[i].values;
+            Some((Space::new(op, shapes), shapes))
+        }
+    };
     let mut out: Vec<(Isa, Option<Vec<StageSchedule>>, loopnest::Kernel)> = Vec::new();
     for &isa in isas {
-        let schedule = match variant {
-            Variant::Generic => None,
-            Variant::Specialized(i) => {
-                let shapes = &op.specializations[i].values;
-                Some(plan(op, variant, shapes, config, isa)?)
-            }
+        let schedule = match &space {
+            None => None,
+            Some((space, shapes)) => Some(plan(op, space, variant, shapes, config, isa)?),
         };
         let kernel = match out.iter().find(|(_, s, _)| *s == schedule) {
             Some((_, _, k)) => k.clone(),
@@ -337,18 +350,18 @@ fn lower_clones(
     Ok(out.into_iter().map(|(isa, _, k)| (isa, k)).collect())
 }
 
-/// `config` (`None`: the default for `isa`) of the space of `op` at
+/// `config` (`None`: the default for `isa`) of `space`, the space of `op` at
 /// `shapes`, decoded into per-stage plans for `variant` at `isa`: no vector
 /// wider than its registers hold of `op`'s elements
 /// ([`StageSchedule::narrowed`]).
 fn plan(
     op: &Operator,
+    space: &Space,
     variant: Variant,
     shapes: &[i64],
     config: Option<&Config>,
     isa: Isa,
 ) -> Result<Vec<space::StageSchedule>, CodegenError> {
-    let space = Space::new(op, shapes);
     let default;
     let config = match config {
         Some(c) => c,

@@ -432,6 +432,7 @@ fn main() -> Result<()> {
     let Cargo::Autotune(cli) = Cargo::parse();
     match cli.command {
         Command::Space { target, knobs } => {
+            let isa = host_target()?.isa;
             for op in load(&target)? {
                 for spec in 0..op.specializations.len() {
                     let w = Workload {
@@ -453,9 +454,8 @@ fn main() -> Result<()> {
                         }
                     }
                     println!(
-                        "  default ({}): {}",
-                        host_target()?.isa,
-                        space.default_config_for(&op, w.shapes(), host_target()?.isa)
+                        "  default ({isa}): {}",
+                        space.default_config_for(&op, w.shapes(), isa)
                     );
                 }
                 if op.specializations.is_empty() {
@@ -480,12 +480,12 @@ fn main() -> Result<()> {
                 Some(text) => at_shape(load(&target)?.remove(0), text)?,
                 None => workload(&target)?,
             };
+            let host = host_target()?;
             let cached_config = |w: &Workload| -> Result<Option<Config>> {
                 let entries = cache::load_for(&cache, &w.op)?;
-                let target = host_target()?;
                 let cpu = cache::Cpu::host();
                 Ok(
-                    match cache::lookup(&entries, &w.id(), &target, &cpu, threads) {
+                    match cache::lookup(&entries, &w.id(), &host, &cpu, threads) {
                         cache::Lookup::Hit(e) => Some(e.config),
                         cache::Lookup::Foreign(e, _) => {
                             eprintln!(
@@ -519,11 +519,7 @@ fn main() -> Result<()> {
                     let config = if cached { cached_config(&s)? } else { None };
                     choices.push(autotune_codegen::Choice::from(config));
                 }
-                let g = autotune_codegen::GenericSchedule::for_operator(
-                    &op,
-                    &choices,
-                    host_target()?.isa,
-                );
+                let g = autotune_codegen::GenericSchedule::for_operator(&op, &choices, host.isa);
                 let mut what = format!("generic kernel, {} bucket(s)", g.len());
                 for b in &g {
                     what += &format!("\n  at {:?}: {}", b.at, b.config);
@@ -540,7 +536,7 @@ fn main() -> Result<()> {
                             cache.display()
                         )
                     })?,
-                    None => space.default_config_for(&w.op, w.shapes(), host_target()?.isa),
+                    None => space.default_config_for(&w.op, w.shapes(), host.isa),
                 };
                 space.index_of(&config).with_context(|| {
                     format!("the config does not belong to the space of {}", w.key())
@@ -554,7 +550,7 @@ fn main() -> Result<()> {
                 samples,
                 ..TimingOptions::default()
             };
-            let isa = host_target()?.isa;
+            let isa = host.isa;
             let m = measure::bench_candidate(&w, &candidate, isa, &dir, &opts)?;
             println!("{} ({} threads, {isa})", w.key(), threads);
             println!("{what}");
