@@ -35,8 +35,14 @@ trap 'rm -rf "$WORK"' EXIT
             done
             $AT train --file "$ROOT/bench/corpus.rs" --log "$train" --cpu corpus \
                 --target "x86_64-unknown-linux-gnu/$isa" --out "$train.json" >/dev/null
-            $AT rank --model "$train.json" --file "$ROOT/bench/corpus.rs" --log "$log" |
-                awk -v f="$family" '$1 == "mean" { printf "%-24s %8d %9.3f %9.3f\n", f, $2, $3, $4 }'
+            # A family none of whose records is current (its kernels re-made
+            # by a later generator) has nothing to rank: said, and left out.
+            if ! $AT rank --model "$train.json" --file "$ROOT/bench/corpus.rs" --log "$log" \
+                >"$train.rank" 2>/dev/null; then
+                echo "# $family: no current records" >&2
+                continue
+            fi
+            awk -v f="$family" '$1 == "mean" { printf "%-24s %8d %9.3f %9.3f\n", f, $2, $3, $4 }' "$train.rank"
         done | tee "$WORK/$isa.txt"
         awk '{ p += $3; r += $4; n++ } END { printf "%-24s %8s %9.3f %9.3f\n", "mean of families", n, p / n, r / n }' "$WORK/$isa.txt"
     done

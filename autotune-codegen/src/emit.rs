@@ -666,6 +666,13 @@ impl Writer {
                 let v = self.widen(v, *lanes);
                 self.line(depth, &format!("{} {name} = {v};", self.vtype(*lanes)));
             }
+            Stmt::Array { name, elems } => self.line(
+                depth,
+                &format!(
+                    "{} {name}[{elems}] __attribute__((aligned(64)));",
+                    self.dtype.c_name()
+                ),
+            ),
             Stmt::Assign { name, value } => {
                 let lanes = self.lanes.get(name).copied().unwrap_or(1);
                 let text = match value {

@@ -212,6 +212,13 @@ pub enum Stmt {
         lanes: usize,
         init: VExpr,
     },
+    /// Declares an array of `elems` of the element type, 64-byte aligned, on
+    /// the stack of the thread that runs it: a buffer private to one
+    /// iteration of a parallel loop (a block's pack).
+    Array {
+        name: String,
+        elems: i64,
+    },
     Assign {
         name: String,
         value: VExpr,

@@ -307,6 +307,9 @@ pub struct TiledStage {
     pub reduce_axes: Vec<usize>,
     /// Number of load sites (pre-order) in the stage body.
     pub loads: usize,
+    /// The load sites (by position) under the reduction: those that may be
+    /// packed per block inside the nest ([`Read::PackBlock`]).
+    pub blockable: Vec<usize>,
     /// The load sites (by position) that may read in place with guarded
     /// border tiles ([`Read::Guard`]): padded loads under the reduction.
     pub guardable: Vec<usize>,
@@ -338,7 +341,7 @@ pub struct StagePlan {
 }
 
 /// How the register tile of a stage reads the operand of one load site (the
-/// `pack.N` knob: 0, 1, 2).
+/// `pack.N` knob: 0, 1, 2, 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Read {
     /// In place where every read (overhanging tiles' included) stays inside
@@ -351,7 +354,17 @@ pub enum Read {
     /// each read (the pad value outside). No copy. In a generic kernel, as
     /// `Direct` (its reads' ranges are only known at run time).
     Guard,
+    /// From a copy in tile order of only what one block reads: refilled at
+    /// the start of every outer reduction block, in a buffer of the thread's
+    /// own (on its stack), so the copy is read from cache while it is fresh
+    /// and a tensor whose rows alias in the cache is read once, in runs. As
+    /// `Pack` where that buffer would be over [`BLOCK_PACK_BYTES`].
+    PackBlock,
 }
+
+/// The largest buffer of a [`Read::PackBlock`] copy: it lives on the stack of
+/// whichever thread runs the block (a Rust thread has 2 MiB by default).
+pub const BLOCK_PACK_BYTES: i64 = 256 << 10;
 
 impl StagePlan {
     /// Whether the register tile has a vector wholly past the end of its axis
@@ -444,6 +457,7 @@ impl Space {
                     .collect(),
                 reduce_axes: reduce_axes.clone(),
                 loads: load_sites(&stage.body).len(),
+                blockable: sites_under_reduction(stage),
                 guardable: guardable_sites(stage),
                 fusible_consumer: fusible,
             };
@@ -834,14 +848,16 @@ fn stage_knobs(
     });
     if !info.reduce_axes.is_empty() {
         for site in 0..info.loads {
-            let choices: &[i64] = if info.guardable.contains(&site) {
-                &[0, 1, 2]
-            } else {
-                &[0, 1]
-            };
+            let mut choices = vec![0, 1];
+            if info.guardable.contains(&site) {
+                choices.push(2);
+            }
+            if info.blockable.contains(&site) {
+                choices.push(3);
+            }
             knobs.push(Knob {
                 name: KnobName::new(p, KnobKind::Pack(site)),
-                choices: ints(choices),
+                choices: ints(&choices),
             });
         }
     }
@@ -880,9 +896,8 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
     }
 }
 
-/// The load sites of a stage that [`Read::Guard`] applies to: padded loads
-/// under its reduction (the border test wraps the reduction loops).
-fn guardable_sites(stage: &Stage) -> Vec<usize> {
+/// The load sites of a stage (by position) under its one reduction.
+fn sites_under_reduction(stage: &Stage) -> Vec<usize> {
     let under: Vec<*const Expr> = match single_reduction(&stage.body) {
         Reduction::One(Expr::Reduce { body, .. }) => load_sites(body)
             .into_iter()
@@ -893,9 +908,18 @@ fn guardable_sites(stage: &Stage) -> Vec<usize> {
     load_sites(&stage.body)
         .into_iter()
         .enumerate()
-        .filter(|(_, e)| matches!(e, Expr::Load { pad: Some(_), .. }))
         .filter(|(_, e)| under.contains(&(*e as *const Expr)))
         .map(|(i, _)| i)
+        .collect()
+}
+
+/// The load sites of a stage that [`Read::Guard`] applies to: padded loads
+/// under its reduction (the border test wraps the reduction loops).
+fn guardable_sites(stage: &Stage) -> Vec<usize> {
+    let sites = load_sites(&stage.body);
+    sites_under_reduction(stage)
+        .into_iter()
+        .filter(|&i| matches!(sites[i], Expr::Load { pad: Some(_), .. }))
         .collect()
 }
 
@@ -958,6 +982,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
                 match c.int(&knob(KnobKind::Pack(s))) {
                     1 => Read::Pack,
                     2 => Read::Guard,
+                    3 => Read::PackBlock,
                     _ => Read::Direct,
                 }
             })

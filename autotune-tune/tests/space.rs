@@ -121,6 +121,8 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
                 .filter(|c| space.sensible(c))
                 .take(cases),
         );
+        // And the default with its operands packed per block.
+        configs.extend(with_reads(&space, &configs[..1], BLOCK_PACKED));
         let Some(at) = with_shape_from(&op, &SIZES, &mut rng) else {
             continue;
         };
@@ -433,7 +435,7 @@ fn random_configs_match_the_reference() {
     // Every draw first, in order (the seed fixes them), then the checks on
     // every core.
     let mut jobs = Vec::new();
-    let mut guarded_configs = 0;
+    let (mut guarded_configs, mut block_configs) = (0, 0);
     for op in test_ops() {
         let Some(op) = with_random_shape(&op, &mut rng) else {
             continue;
@@ -447,16 +449,24 @@ fn random_configs_match_the_reference() {
             let mut configs = vec![space.default_config(&op, w.shapes())];
             configs.extend((0..cases).map(|_| space.config_at(rng.gen_range(0..space.size()))));
             // The default and the first draw again with every padded read
-            // guarded in place, where the space offers it (`pack.N = 2`).
-            let with_guards = guarded(&space, &configs[..2.min(configs.len())]);
+            // guarded in place, where the space offers it, and again with every
+            // operand under the reduction packed per block.
+            let first = &configs[..2.min(configs.len())];
+            let with_guards = with_reads(&space, first, GUARDED);
+            let with_blocks = with_reads(&space, first, BLOCK_PACKED);
             guarded_configs += with_guards.len();
+            block_configs += with_blocks.len();
             configs.extend(with_guards);
+            configs.extend(with_blocks);
             let dir = root.join(format!("{}-{spec}", op.name));
             jobs.push((w, configs, dir));
         }
     }
-    println!("random configs: {guarded_configs} with guarded border tiles");
+    println!(
+        "random configs: {guarded_configs} with guarded border tiles, {block_configs} packed per block"
+    );
     assert!(guarded_configs >= 10, "{guarded_configs} guarded configs");
+    assert!(block_configs >= 20, "{block_configs} block-packed configs");
     let tallies = measure::on_every_core(&jobs, |(w, configs, dir)| {
         check_configs(w, configs, dir, seed)
     });
@@ -489,14 +499,19 @@ fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tal
     })
 }
 
-/// The configs of `space` with every load site that may read in place with
-/// guarded border tiles set to do so (`pack.N = 2`); none if it has no such
-/// site.
-fn guarded(space: &Space, configs: &[Config]) -> Vec<Config> {
+/// `pack.N` values: read in place with guarded border tiles; packed per block.
+const GUARDED: i64 = 2;
+const BLOCK_PACKED: i64 = 3;
+
+/// The configs of `space` with every load site that the space lets read as
+/// `pack.N = read` set to do so; none if it has no such site.
+fn with_reads(space: &Space, configs: &[Config], read: i64) -> Vec<Config> {
     let knobs: Vec<_> = space
         .knobs
         .iter()
-        .filter(|k| k.choices.contains(&Value::Int(2)) && matches!(k.name.kind, KnobKind::Pack(_)))
+        .filter(|k| {
+            k.choices.contains(&Value::Int(read)) && matches!(k.name.kind, KnobKind::Pack(_))
+        })
         .map(|k| k.name.clone())
         .collect();
     if knobs.is_empty() {
@@ -507,7 +522,7 @@ fn guarded(space: &Space, configs: &[Config]) -> Vec<Config> {
         .map(|c| {
             let mut c = c.clone();
             for k in &knobs {
-                c.0.insert(k.clone(), Value::Int(2));
+                c.0.insert(k.clone(), Value::Int(read));
             }
             c
         })
@@ -561,7 +576,7 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
                 | Stmt::Assign { value: v, .. }
                 | Stmt::SetLane { value: v, .. }
                 | Stmt::Store { value: v, .. } => v,
-                Stmt::Let { .. } | Stmt::Comment(_) => continue,
+                Stmt::Let { .. } | Stmt::Comment(_) | Stmt::Array { .. } => continue,
             };
             if in_ri {
                 let n = guarded_loads(value);
@@ -586,8 +601,9 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
             let drawn: Vec<Config> = (0..20)
                 .map(|_| space.config_at(rng.gen_range(0..space.size())))
                 .collect();
-            let with_guards = guarded(&space, &drawn);
-            for config in drawn.iter().chain(&with_guards) {
+            let with_guards = with_reads(&space, &drawn, GUARDED);
+            let with_blocks = with_reads(&space, &drawn, BLOCK_PACKED);
+            for config in drawn.iter().chain(&with_guards).chain(&with_blocks) {
                 let plan = space.plan(&op, config).unwrap();
                 let kernel = autotune_codegen::lower::lower(
                     &op,

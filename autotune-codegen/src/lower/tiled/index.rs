@@ -55,7 +55,9 @@ impl Indexer<'_> {
                 self.row_major_index(&vec![0; dims.len()], dims, index, p)
             }
             Source::Copy { lo, dims } => self.row_major_index(lo, dims, index, p),
-            Source::Packed { layout } => self.packed_index(layout, p),
+            Source::Packed { layout } | Source::BlockPacked { layout } => {
+                self.packed_index(layout, p)
+            }
         }
     }
 
@@ -144,7 +146,7 @@ impl Indexer<'_> {
                         acc.plus(product(&dims[d + 1..]).times(IExpr::Const(steps)))
                     })
             }
-            Source::Packed { layout } => IExpr::Const(
+            Source::Packed { layout } | Source::BlockPacked { layout } => IExpr::Const(
                 layout
                     .iter()
                     .enumerate()

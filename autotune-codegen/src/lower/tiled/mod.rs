@@ -223,12 +223,22 @@ fn tiled_nest(
     let (op, s, t) = (operands.op, operands.stage, operands.t);
     let stage = &op.stages[s];
     let mut out = Vec::new();
+    // The copies made at the start of every block.
+    let mut block = Vec::new();
     let mut sites = Sites::new(Indexer { stage, t }, operands.dims);
     // Resolve every load: the stage's own, then the fused consumer's.
     for site in sites_of(op, s, plan, consumer) {
         let tag = format!("{tag}{}", site.tag);
         let (stmts, buffers) = (out.len(), scratch.len());
-        let access = operands.resolve(site.load, site.read, &plan.order, &tag, scratch, &mut out);
+        let access = operands.resolve(
+            site.load,
+            site.read,
+            &plan.order,
+            &tag,
+            scratch,
+            &mut out,
+            &mut block,
+        );
         if let Some(constants) = constants.as_mut() {
             keep_constant_copies(op, site.load, constants, scratch, buffers, &mut out, stmts);
         }
@@ -244,7 +254,7 @@ fn tiled_nest(
         &order,
     )
     .lower(reduction, plan.unroll);
-    out.extend(nest::nest(stage, t, &order, plan.parallel, micro));
+    out.extend(nest::nest(stage, t, &order, plan.parallel, block, micro));
     out
 }
 

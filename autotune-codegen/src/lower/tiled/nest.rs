@@ -11,16 +11,19 @@ use crate::loopnest::{IExpr, LoopKind, Stmt};
 
 /// The nest of `stage` around `micro` (the register tile's code), spatial
 /// axes in `order` (outer to inner), the leading `parallel` outer loops fused
-/// and run on the pool.
+/// and run on the pool; `block` (per-block copies) runs at the start of every
+/// block, before its register tiles.
 pub(super) fn nest(
     stage: &Stage,
     t: &Tiling,
     order: &[usize],
     parallel: usize,
+    block: Vec<Stmt>,
     micro: Vec<Stmt>,
 ) -> Vec<Stmt> {
     let nest = Nest { stage, t };
-    let body = nest.block_loops(order, micro);
+    let mut body = block;
+    body.extend(nest.block_loops(order, micro));
     let body = nest.reduction_blocks(body);
     nest.outer_loops(order, parallel, body)
 }

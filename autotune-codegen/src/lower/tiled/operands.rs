@@ -3,17 +3,18 @@
 //! before the nest, and any copy is emitted ahead of it: that is what lets the
 //! register tile load without bounds checks, overhanging tiles included. (Or,
 //! where the plan asks, a padded tensor itself, whose border tiles test their
-//! reads: [`Source::Guarded`].)
+//! reads: [`Source::Guarded`]; or a copy of one block at a time, made inside
+//! the nest: [`Source::BlockPacked`].)
 
 use std::collections::BTreeMap;
 
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, TensorRef};
 
-use super::geometry::{known, product, row_major_flat, Tiling};
+use super::geometry::{ceil_div, known, product, row_major_flat, tile_var, Tiling};
 use crate::loopnest::{Guard, IExpr, LoopKind, Scratch, Stmt, VExpr};
 use crate::lower::dims::Dims;
 use crate::lower::names::buffer_name;
-use crate::space::Read;
+use crate::space::{Read, BLOCK_PACK_BYTES};
 
 /// Where a load reads from.
 #[derive(Clone, Debug)]
@@ -31,6 +32,10 @@ pub(super) enum Source {
     /// A tile-ordered copy; dimensions from outer to inner (the outer ones
     /// symbolic in the generic kernel, the others constants).
     Packed { layout: Vec<(AxisId, Level, IExpr)> },
+    /// A tile-ordered copy of what one outer reduction block of one outer
+    /// tile reads, refilled for each: the [`Source::Packed`] layout without its
+    /// outer levels, every dimension a constant.
+    BlockPacked { layout: Vec<(AxisId, Level, IExpr)> },
 }
 
 /// The loop level a dimension of a packed copy follows.
@@ -73,7 +78,7 @@ impl Operands<'_> {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
-        let pack = read == Read::Pack;
+        let pack = matches!(read, Read::Pack | Read::PackBlock);
         if !self.t.known() && !pack && self.in_place && self.in_place_axes(site).is_some() {
             return Source::Direct {
                 dims: self.dims.tensor(*tensor),
@@ -86,6 +91,13 @@ impl Operands<'_> {
         }
         // Otherwise the generic kernel packs: where a read may leave its tensor
         // is only known at run time, and the pack's guards handle it.
+        if read == Read::PackBlock {
+            let layout = self.block_layout(index, order);
+            let bytes = self.op.dtype.size() as i64 * known(&product(layout.iter().map(|l| &l.2)));
+            if bytes <= BLOCK_PACK_BYTES {
+                return Source::BlockPacked { layout };
+            }
+        }
         if pack || !self.t.known() {
             return Source::Packed {
                 layout: self.pack_layout(index, order),
@@ -154,8 +166,10 @@ impl Operands<'_> {
     }
 
     /// Decides where the load `site` reads from ([`Operands::source`]), adding
-    /// the copy it needs to `out` and its buffer to `scratch`; `tag` names the
-    /// copy.
+    /// the copy it needs to `out` (before the nest) or `block` (at the start of
+    /// each block, [`Source::BlockPacked`]), and its buffer to `scratch`; `tag`
+    /// names the copy.
+    #[allow(clippy::too_many_arguments)]
     pub fn resolve(
         &self,
         site: &Expr,
@@ -164,6 +178,7 @@ impl Operands<'_> {
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
+        block: &mut Vec<Stmt>,
     ) -> Access {
         let Expr::Load { tensor, .. } = site else {
             unreachable!("load sites are loads")
@@ -175,6 +190,7 @@ impl Operands<'_> {
             },
             Source::Copy { lo, dims } => self.pad_copy(site, lo, dims, tag, scratch, out),
             Source::Packed { layout } => self.pack(site, layout, tag, scratch, out),
+            Source::BlockPacked { layout } => self.pack_block(site, layout, tag, block),
         }
     }
 
@@ -336,10 +352,9 @@ impl Operands<'_> {
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
     ) -> Access {
-        let Expr::Load { tensor, index, pad } = site else {
+        let Expr::Load { tensor, .. } = site else {
             unreachable!("load sites are loads")
         };
-        let dims = self.dims.tensor(*tensor);
         let buf = format!("pk__{tag}");
         let pdims: Vec<IExpr> = layout.iter().map(|l| l.2.clone()).collect();
         scratch.push(Scratch {
@@ -347,7 +362,141 @@ impl Operands<'_> {
             elems: product(&pdims),
         });
         let vars: Vec<String> = (0..layout.len()).map(|i| format!("q{i}__{tag}")).collect();
-        let value_of = self.packed_axis_values(&layout, &vars);
+        let value_of = self.packed_axis_values(&layout, &vars, BTreeMap::new());
+        let (conds, value) = self.pack_element(site, &value_of);
+        let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
+        let store_idx = row_major_flat(&dst, &pdims);
+        let body = vec![Stmt::If {
+            conds,
+            then: vec![Stmt::store(&buf, store_idx.clone(), value)],
+            otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
+        }];
+        let what = format!("pack {} in tile order", self.op.tensor_name(*tensor));
+        out.extend(self.copy_nest(what, &vars, &pdims, body));
+        Access {
+            buf,
+            source: Source::Packed { layout },
+        }
+    }
+
+    /// Copies what one block reads of the operand into tile order, at the
+    /// start of the block, into an array of the thread running it. Where the
+    /// block lies inside the iteration domain and its reads inside the tensor
+    /// (every block but the borders), a plain copy that vectorises along the
+    /// rows it reads; else each element tested.
+    fn pack_block(
+        &self,
+        site: &Expr,
+        layout: Vec<(AxisId, Level, IExpr)>,
+        tag: &str,
+        block: &mut Vec<Stmt>,
+    ) -> Access {
+        let Expr::Load { tensor, index, pad } = site else {
+            unreachable!("load sites are loads")
+        };
+        let t = self.t;
+        let stage = &self.op.stages[self.stage];
+        let buf = format!("pk__{tag}");
+        let pdims: Vec<IExpr> = layout.iter().map(|l| l.2.clone()).collect();
+        let vars: Vec<String> = (0..layout.len()).map(|i| format!("q{i}__{tag}")).collect();
+        // Per involved axis, its first value in the block and how many it spans.
+        let mut spans: BTreeMap<AxisId, (IExpr, i64)> = BTreeMap::new();
+        for &(a, level, ref ext) in &layout {
+            let (first, span) = match level {
+                Level::Block => (
+                    IExpr::var(&tile_var("o", stage, a)).times(IExpr::Const(t.block_size(a))),
+                    known(ext) * t.tile[a],
+                ),
+                Level::ReduceInner => (IExpr::var(&tile_var("k0", stage, a)), known(ext)),
+                _ => continue,
+            };
+            spans.insert(a, (first, span));
+        }
+        let base = spans.iter().map(|(a, (f, _))| (*a, f.clone())).collect();
+        let value_of = self.packed_axis_values(&layout, &vars, base);
+        let (conds, value) = self.pack_element(site, &value_of);
+        let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
+        let store_idx = row_major_flat(&dst, &pdims);
+        let last = |a: &AxisId| {
+            let (f, n) = &spans[a];
+            f.clone().plus(IExpr::Const(n - 1))
+        };
+        let mut inside: Vec<(IExpr, IExpr)> =
+            spans.keys().map(|a| (last(a), self.t.extent(*a))).collect();
+        if pad.is_some() {
+            // The block's index range per dimension, inside the tensor.
+            for (ix, dim) in index.iter().zip(self.dims.tensor(*tensor)) {
+                let (mut lo, mut hi) = (IExpr::Const(ix.offset), IExpr::Const(ix.offset));
+                for &(a, c) in &ix.terms {
+                    let (at_lo, at_hi) = if c > 0 {
+                        (spans[&a].0.clone(), last(&a))
+                    } else {
+                        (last(&a), spans[&a].0.clone())
+                    };
+                    lo = lo.plus(at_lo.times(IExpr::Const(c)));
+                    hi = hi.plus(at_hi.times(IExpr::Const(c)));
+                }
+                inside.push((IExpr::Const(-1), lo));
+                inside.push((hi, dim));
+            }
+        }
+        // The copy loops read the tensor in its own order: a dimension whose
+        // axis indexes an outer dimension of the tensor runs outside, and the
+        // register tile's run (contiguous in both) innermost; a tile-ordered
+        // walk would read one cache line of each of many far-apart rows.
+        let outermost_dim = |a: AxisId| {
+            index
+                .iter()
+                .position(|ix| ix.terms.iter().any(|(b, _)| *b == a))
+                .unwrap_or(index.len())
+        };
+        let mut walk: Vec<usize> = (0..layout.len()).collect();
+        walk.sort_by_key(|&i| (outermost_dim(layout[i].0), layout[i].1 == Level::Reg));
+        let nest = |body: Vec<Stmt>| {
+            walk.iter().rev().fold(body, |body, &i| {
+                vec![Stmt::serial(&vars[i], pdims[i].clone(), body)]
+            })
+        };
+        let plain = vec![Stmt::store(
+            &buf,
+            store_idx.clone(),
+            unguarded(value.clone()),
+        )];
+        let tested = vec![Stmt::If {
+            conds,
+            then: vec![Stmt::store(&buf, store_idx.clone(), value)],
+            otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
+        }];
+        block.push(Stmt::Array {
+            name: buf.clone(),
+            elems: known(&product(&pdims)),
+        });
+        block.push(Stmt::Comment(format!(
+            "pack {} for this block in tile order",
+            self.op.tensor_name(*tensor)
+        )));
+        block.push(Stmt::If {
+            conds: inside,
+            then: nest(plain),
+            otherwise: nest(tested),
+        });
+        Access {
+            buf,
+            source: Source::BlockPacked { layout },
+        }
+    }
+
+    /// The element a pack stores where the involved axes have the values
+    /// `value_of`: under the returned conditions the load's value (read as
+    /// the load reads, its pad value outside the tensor), else zero.
+    fn pack_element(
+        &self,
+        site: &Expr,
+        value_of: &BTreeMap<AxisId, IExpr>,
+    ) -> (Vec<(IExpr, IExpr)>, VExpr) {
+        let Expr::Load { tensor, index, pad } = site else {
+            unreachable!("load sites are loads")
+        };
         let src_idx: Vec<IExpr> = index
             .iter()
             .map(|ix| {
@@ -367,39 +516,21 @@ impl Operands<'_> {
         let load = guarded_load(
             &buffer_name(self.op, *tensor),
             &src_idx,
-            &dims,
+            &self.dims.tensor(*tensor),
             pad.unwrap_or(0.0),
         );
-        let inner = match pad {
+        let value = match pad {
             // Inside the domain, a padded read outside the tensor reads the pad value.
             Some(_) => load,
             None => {
-                let VExpr::Load {
-                    buf,
-                    index,
-                    guard: g,
-                    ..
-                } = load
-                else {
+                let VExpr::Load { guard, .. } = &load else {
                     unreachable!("built as a load above")
                 };
-                conds.extend(g.into_iter().map(|g| (g.index, g.bound)));
-                VExpr::load(&buf, index)
+                conds.extend(guard.iter().map(|g| (g.index.clone(), g.bound.clone())));
+                unguarded(load)
             }
         };
-        let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
-        let store_idx = row_major_flat(&dst, &pdims);
-        let body = vec![Stmt::If {
-            conds,
-            then: vec![Stmt::store(&buf, store_idx.clone(), inner)],
-            otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
-        }];
-        let what = format!("pack {} in tile order", self.op.tensor_name(*tensor));
-        out.extend(self.copy_nest(what, &vars, &pdims, body));
-        Access {
-            buf,
-            source: Source::Packed { layout },
-        }
+        (conds, value)
     }
 
     /// The dimensions of a packed copy: the levels of the nest whose axes the
@@ -447,15 +578,38 @@ impl Operands<'_> {
         layout
     }
 
+    /// The layout of a [`Source::BlockPacked`] copy: [`Operands::pack_layout`]'s
+    /// levels inside the outer ones, with the constant extents of a block.
+    fn block_layout(&self, index: &[Affine], order: &[usize]) -> Vec<(AxisId, Level, IExpr)> {
+        let t = self.t;
+        self.pack_layout(index, order)
+            .into_iter()
+            .filter_map(|(a, level, ext)| {
+                let n = match level {
+                    Level::Outer | Level::ReduceOuter => return None,
+                    Level::Block => match t.ext[a].as_const() {
+                        Some(e) => ceil_div(e, t.tile[a]).min(t.block[a]),
+                        None => t.block[a],
+                    },
+                    Level::ReduceInner => t.reduce_axis(a).map_or(1, |r| r.inner),
+                    Level::Reg => known(&ext),
+                };
+                Some((a, level, IExpr::Const(n)))
+            })
+            .collect()
+    }
+
     /// The value of each involved axis at a packed position, whose coordinate
-    /// along dimension `i` of `layout` is the copy loop's variable `vars[i]`.
+    /// along dimension `i` of `layout` is the copy loop's variable `vars[i]`,
+    /// plus its value in `base` (a block's first).
     fn packed_axis_values(
         &self,
         layout: &[(AxisId, Level, IExpr)],
         vars: &[String],
+        base: BTreeMap<AxisId, IExpr>,
     ) -> BTreeMap<AxisId, IExpr> {
         let t = self.t;
-        let mut value_of: BTreeMap<AxisId, IExpr> = BTreeMap::new();
+        let mut value_of = base;
         for (i, &(a, level, _)) in layout.iter().enumerate() {
             let v = IExpr::var(&vars[i]);
             let term = match level {
@@ -516,6 +670,14 @@ impl Operands<'_> {
             (_, Ok(one)) => one.into(),
             (_, Err(body)) => body,
         }
+    }
+}
+
+/// `load` without its guard: a read known to stay inside its buffer.
+fn unguarded(load: VExpr) -> VExpr {
+    match load {
+        VExpr::Load { buf, index, .. } => VExpr::load(&buf, index),
+        other => other,
     }
 }
 

@@ -109,6 +109,15 @@ pub(crate) fn stage_shape(
                 scratch += copied * known(&product(layout.iter().map(|l| &l.2))) as f64;
                 packed(&loops, &inner_loops, &covers, &layout)
             }
+            Source::BlockPacked { layout } => {
+                // Refilled for every block, constant inputs' included.
+                let blocks: i64 = (0..t.n)
+                    .map(|a| known(&t.outer[a]))
+                    .chain(t.red.iter().map(|r| known(&r.outer)))
+                    .product();
+                scratch += (blocks * known(&product(layout.iter().map(|l| &l.2)))) as f64;
+                packed(&loops, &inner_loops, &covers, &layout)
+            }
         };
         operands.push(OperandShape {
             tensor: *tensor,
