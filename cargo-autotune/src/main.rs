@@ -23,7 +23,7 @@
 mod plot;
 mod replay;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use autotune_build::cache;
@@ -189,6 +189,11 @@ enum Command {
         /// train`); by default the one shipped for this machine's target.
         #[arg(long)]
         model: Option<PathBuf>,
+        /// Configs to start the search from, measured first (a file as `sweep
+        /// --configs` reads it): a hand-written or swept config joins the
+        /// search, and the cache where it wins.
+        #[arg(long)]
+        start: Option<PathBuf>,
     },
     /// List the tuning cache: operator, shape, target, GFLOP/s, trials, date, stale?
     Show {
@@ -336,6 +341,29 @@ fn history_of(
         bail!("no trials of {target} for these operators in the logs");
     }
     Ok(history)
+}
+
+/// The configs of a file of one config per line (`#` comments; `knob=a|b`
+/// expands to every choice), each checked to be a point of `space`.
+fn read_configs(path: &Path, space: &Space) -> Result<Vec<Config>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut list = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        for c in expand(line) {
+            let at = || format!("{}:{}: config `{}`", path.display(), n + 1, c.trim());
+            let c = c
+                .parse::<Config>()
+                .map_err(anyhow::Error::msg)
+                .with_context(at)?;
+            space.index_of(&c).with_context(at)?;
+            list.push(c);
+        }
+    }
+    Ok(list)
 }
 
 /// Expands `knob=a|b` alternatives of a config line into every combination.
@@ -579,6 +607,7 @@ fn main() -> Result<()> {
             history,
             no_transfer,
             model,
+            start,
         } => {
             let w = workload(&target)?;
             // Every operator of the file can be learned from, at any shapes.
@@ -601,6 +630,10 @@ fn main() -> Result<()> {
                 _ => None,
             };
             let seeds = cache::seeds(&entries, &id, &host, &cpu);
+            let start = match &start {
+                Some(path) => read_configs(path, &Space::new(&w.op, w.shapes()))?,
+                None => Vec::new(),
+            };
             let session = TuningSession {
                 workload: &w,
                 operators: &ops,
@@ -631,8 +664,9 @@ fn main() -> Result<()> {
                         history
                     }
                 }),
-                // As the build: the cached configs, then the operator's other winners.
-                seeds: seeds.others,
+                // The user's, then as the build: the cached configs, then the
+                // operator's other winners.
+                seeds: [start, seeds.others].concat(),
                 mirror: None,
                 pretrained: pretrained.as_ref(),
             };
@@ -965,21 +999,7 @@ fn main() -> Result<()> {
         } => {
             let w = workload(&target)?;
             let space = Space::new(&w.op, w.shapes());
-            let text = std::fs::read_to_string(&configs)
-                .with_context(|| format!("cannot read {}", configs.display()))?;
-            let mut list = Vec::new();
-            for line in text
-                .lines()
-                .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            {
-                for c in expand(line) {
-                    let c = c.parse::<Config>().map_err(anyhow::Error::msg)?;
-                    space
-                        .index_of(&c)
-                        .with_context(|| format!("config `{c}`"))?;
-                    list.push(c);
-                }
-            }
+            let list = read_configs(&configs, &space)?;
             let opts = TimingOptions {
                 threads,
                 samples,
