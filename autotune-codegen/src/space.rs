@@ -328,6 +328,11 @@ pub struct StagePlan {
     /// Spatial axes from outer to inner (for both outer levels); the knob value
     /// names them outer to inner joined by `-`, e.g. `j-i`.
     pub order: Vec<usize>,
+    /// How many of the outer tile loops (in `order`) run outside the outer
+    /// reduction blocks: all of them (the knob value without a `/`), or as
+    /// many as the value names before its `/` (`j/i`: one), but never fewer
+    /// than the parallel ones ([`StagePlan::reduction_depth`]).
+    pub reduce_at: usize,
     /// Vectorised spatial axis and lanes.
     pub vector: Option<(usize, usize)>,
     /// Unroll depth of the innermost reduction loop.
@@ -367,6 +372,14 @@ pub enum Read {
 pub const BLOCK_PACK_BYTES: i64 = 256 << 10;
 
 impl StagePlan {
+    /// How many outer tile loops run outside the outer reduction blocks: the
+    /// knob's choice, but at least the fused parallel ones (the reduction
+    /// blocks run inside the parallel loop).
+    pub fn reduction_depth(&self) -> usize {
+        let n = self.order.len();
+        self.reduce_at.min(n).max(self.parallel.min(n))
+    }
+
     /// Whether the register tile has a vector wholly past the end of its axis
     /// (`extents`: of the spatial axes), e.g. 3 vectors of 16 on an axis of 16.
     pub fn overhangs(&self, extents: &[i64]) -> bool {
@@ -815,19 +828,33 @@ fn stage_knobs(
             choices: ints(&splits),
         });
     }
+    let names = |o: &[usize]| {
+        o.iter()
+            .map(|a| stage.axes[*a].name.as_str())
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let mut order_values: Vec<Value> = orders(info.n_spatial)
+        .iter()
+        .map(|o| Value::Name(names(o)))
+        .collect();
+    if !info.reduce_axes.is_empty() {
+        // The reduction blocks among the outer loops, at `/`: `j/i` reads a
+        // block of the operands indexed by j and the reduction once for every
+        // tile of i (after every plain order, whose values keep their places).
+        for o in orders(info.n_spatial) {
+            for at in 0..info.n_spatial {
+                order_values.push(Value::Name(format!(
+                    "{}/{}",
+                    names(&o[..at]),
+                    names(&o[at..])
+                )));
+            }
+        }
+    }
     knobs.push(Knob {
         name: KnobName::new(p, KnobKind::Order),
-        choices: orders(info.n_spatial)
-            .into_iter()
-            .map(|o| {
-                Value::Name(
-                    o.iter()
-                        .map(|a| stage.axes[*a].name.as_str())
-                        .collect::<Vec<_>>()
-                        .join("-"),
-                )
-            })
-            .collect(),
+        choices: order_values,
     });
     if info.n_spatial > 0 {
         knobs.push(Knob {
@@ -947,15 +974,24 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         })
         .collect();
     let order_text = c.name(&knob(KnobKind::Order));
-    let order = order_text
-        .split('-')
-        .filter(|s| !s.is_empty())
-        .map(|n| {
-            (0..info.n_spatial)
-                .find(|a| axis_name(*a) == n)
-                .expect("order names spatial axes")
-        })
-        .collect();
+    let axes = |text: &str| -> Vec<usize> {
+        text.split('-')
+            .filter(|s| !s.is_empty())
+            .map(|n| {
+                (0..info.n_spatial)
+                    .find(|a| axis_name(*a) == n)
+                    .expect("order names spatial axes")
+            })
+            .collect()
+    };
+    let (order, reduce_at) = match order_text.split_once('/') {
+        Some((outside, inside)) => {
+            let outside = axes(outside);
+            let at = outside.len();
+            ([outside, axes(inside)].concat(), at)
+        }
+        None => (axes(order_text), info.n_spatial),
+    };
     StagePlan {
         tile,
         block: (0..info.n_spatial)
@@ -967,6 +1003,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
             .map(|a| c.int(&knob(KnobKind::Split(axis_name(*a).to_string()))))
             .collect(),
         order,
+        reduce_at,
         vector,
         unroll: if info.reduce_axes.is_empty() {
             1

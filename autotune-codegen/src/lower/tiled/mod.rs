@@ -12,6 +12,11 @@
 //!       store f(acc) [+ fused consumer]                  inline / compute-at
 //! ```
 //!
+//! The plan may place the reduction blocks among the outer tile loops instead
+//! (`order = j/i`: `o_j`, `ro_*`, `o_i`), so that what one block of the
+//! reduction reads along `j` is copied once ([`crate::space::Read::PackBlock`])
+//! and read for every tile of `i`: the loop order of GotoBLAS.
+//!
 //! In a specialisation every extent is a constant; in the generic kernel the
 //! extents (and the tile counts) are expressions of the shape parameters, and
 //! tiles, blocks and splits are the plan's constants either way. Tiles that
@@ -223,7 +228,7 @@ fn tiled_nest(
     let (op, s, t) = (operands.op, operands.stage, operands.t);
     let stage = &op.stages[s];
     let mut out = Vec::new();
-    // The copies made at the start of every block.
+    // The copies made at the start of a block.
     let mut block = Vec::new();
     let mut sites = Sites::new(Indexer { stage, t }, operands.dims);
     // Resolve every load: the stage's own, then the fused consumer's.
@@ -254,7 +259,7 @@ fn tiled_nest(
         &order,
     )
     .lower(reduction, plan.unroll);
-    out.extend(nest::nest(stage, t, &order, plan.parallel, block, micro));
+    out.extend(nest::nest(stage, t, &order, plan, block, micro));
     out
 }
 
@@ -349,6 +354,15 @@ fn describe(
     );
     for r in &t.red {
         d += &format!("; split {}={}", stage.axes[r.axis].name, r.inner);
+    }
+    let order = t.order(plan);
+    let depth = plan.reduction_depth().min(order.len());
+    if !t.red.is_empty() && depth < order.len() {
+        let inside: Vec<&str> = order[depth..]
+            .iter()
+            .map(|a| stage.axes[*a].name.as_str())
+            .collect();
+        d += &format!("; reduction blocks outside {}", inside.join(" "));
     }
     if let Some((v, w)) = t.vector {
         d += &format!("; vector {}x{w}", stage.axes[v].name);

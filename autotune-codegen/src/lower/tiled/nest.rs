@@ -1,31 +1,91 @@
 //! The loops around the register tile: outer tiles (the leading ones fused
-//! into one parallel loop), outer reduction blocks, register tiles of the
-//! block. It knows only the geometry and the loop-variable names the tile's
-//! code reads (`o__`, `ro__`, `k0__`, `b__`, `base__`), not what the tile
-//! computes.
+//! into one parallel loop), outer reduction blocks (inside all the outer tile
+//! loops, or between them where the plan says), register tiles of the block.
+//! It knows only the geometry and the loop-variable names the tile's code
+//! reads (`o__`, `ro__`, `k0__`, `b__`, `base__`), not what the tile computes,
+//! and places each per-block copy inside the last loop it depends on.
 
-use autotune_lang::ir::Stage;
+use autotune_lang::ir::{AxisId, Stage};
 
 use super::geometry::{product, tile_var, Tiling};
+use super::operands::BlockCopy;
 use crate::loopnest::{IExpr, LoopKind, Stmt};
+use crate::space::StagePlan;
 
 /// The nest of `stage` around `micro` (the register tile's code), spatial
-/// axes in `order` (outer to inner), the leading `parallel` outer loops fused
-/// and run on the pool; `block` (per-block copies) runs at the start of every
-/// block, before its register tiles.
+/// axes in `order` (outer to inner), as `plan` lays out its outer levels;
+/// each of `copies` at the start of the innermost level it depends on.
 pub(super) fn nest(
     stage: &Stage,
     t: &Tiling,
     order: &[usize],
-    parallel: usize,
-    block: Vec<Stmt>,
+    plan: &StagePlan,
+    copies: Vec<BlockCopy>,
     micro: Vec<Stmt>,
 ) -> Vec<Stmt> {
     let nest = Nest { stage, t };
-    let mut body = block;
-    body.extend(nest.block_loops(order, micro));
-    let body = nest.reduction_blocks(body);
-    nest.outer_loops(order, parallel, body)
+    let levels = outer_levels(t, order, plan);
+    let mut at: Vec<Vec<Stmt>> = vec![Vec::new(); levels.len().max(1)];
+    for c in copies {
+        let depth = copy_depth(&levels, t.n, &c.axes).unwrap_or(at.len() - 1);
+        at[depth].extend(c.code);
+    }
+    let mut body = nest.block_loops(order, micro);
+    if levels.is_empty() {
+        return [at.swap_remove(0), body].concat();
+    }
+    for (l, level) in levels.iter().enumerate().rev() {
+        body = [std::mem::take(&mut at[l]), body].concat();
+        body = match level {
+            OuterLevel::Parallel(fused) => vec![nest.fused_parallel(fused, body)],
+            OuterLevel::Tile(a) => {
+                vec![Stmt::serial(&nest.var("o", *a), t.outer[*a].clone(), body)]
+            }
+            OuterLevel::Reduce => nest.reduction_blocks(body),
+        };
+    }
+    body
+}
+
+/// A level of the loops around the register tiles of a block, outer to inner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum OuterLevel {
+    /// One parallel loop over the outer tiles of these axes.
+    Parallel(Vec<usize>),
+    /// The outer tiles of one axis.
+    Tile(usize),
+    /// The outer blocks of every reduction axis.
+    Reduce,
+}
+
+/// The levels of `plan`'s nest, outer to inner: the parallel loop, the outer
+/// tile loops outside the reduction blocks, the reduction blocks, the rest.
+pub(super) fn outer_levels(t: &Tiling, order: &[usize], plan: &StagePlan) -> Vec<OuterLevel> {
+    let par = plan.parallel.min(t.n);
+    let at = plan.reduction_depth().clamp(par, t.n);
+    let mut levels = Vec::new();
+    if par > 0 {
+        levels.push(OuterLevel::Parallel(order[..par].to_vec()));
+    }
+    levels.extend(order[par..at].iter().map(|&a| OuterLevel::Tile(a)));
+    if !t.red.is_empty() {
+        levels.push(OuterLevel::Reduce);
+    }
+    levels.extend(order[at..].iter().map(|&a| OuterLevel::Tile(a)));
+    levels
+}
+
+/// The innermost level that binds one of `axes` (a spatial axis's outer
+/// tile; for a reduction axis, any of `n` spatial axes' ids or more, the
+/// reduction blocks); none if no level does.
+pub(super) fn copy_depth(levels: &[OuterLevel], n: usize, axes: &[AxisId]) -> Option<usize> {
+    levels.iter().rposition(|level| {
+        axes.iter().any(|&a| match level {
+            OuterLevel::Parallel(fused) => fused.contains(&a),
+            OuterLevel::Tile(b) => a == *b,
+            OuterLevel::Reduce => a >= n,
+        })
+    })
 }
 
 struct Nest<'a> {
@@ -97,21 +157,6 @@ impl Nest<'_> {
                 },
             );
             body = vec![Stmt::serial(&self.var("ro", r.axis), r.outer.clone(), body)];
-        }
-        body
-    }
-
-    /// Level 0: the outer tiles; the leading `parallel` ones fused into one
-    /// parallel loop.
-    fn outer_loops(&self, order: &[usize], parallel: usize, body: Vec<Stmt>) -> Vec<Stmt> {
-        let t = self.t;
-        let par = parallel.min(t.n);
-        let mut body = body;
-        for &a in order[par..].iter().rev() {
-            body = vec![Stmt::serial(&self.var("o", a), t.outer[a].clone(), body)];
-        }
-        if par > 0 {
-            body = vec![self.fused_parallel(&order[..par], body)];
         }
         body
     }

@@ -38,6 +38,14 @@ pub(super) enum Source {
     BlockPacked { layout: Vec<(AxisId, Level, IExpr)> },
 }
 
+/// A copy made at the start of a block ([`Source::BlockPacked`]): its code,
+/// and the axes whose outer loops (or outer reduction blocks) it depends on,
+/// so the nest runs it inside the last of those and no deeper.
+pub(super) struct BlockCopy {
+    pub axes: Vec<AxisId>,
+    pub code: Vec<Stmt>,
+}
+
 /// The loop level a dimension of a packed copy follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Level {
@@ -167,7 +175,7 @@ impl Operands<'_> {
 
     /// Decides where the load `site` reads from ([`Operands::source`]), adding
     /// the copy it needs to `out` (before the nest) or `block` (at the start of
-    /// each block, [`Source::BlockPacked`]), and its buffer to `scratch`; `tag`
+    /// a block, [`Source::BlockPacked`]), and its buffer to `scratch`; `tag`
     /// names the copy.
     #[allow(clippy::too_many_arguments)]
     pub fn resolve(
@@ -178,7 +186,7 @@ impl Operands<'_> {
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
-        block: &mut Vec<Stmt>,
+        block: &mut Vec<BlockCopy>,
     ) -> Access {
         let Expr::Load { tensor, .. } = site else {
             unreachable!("load sites are loads")
@@ -389,7 +397,7 @@ impl Operands<'_> {
         site: &Expr,
         layout: Vec<(AxisId, Level, IExpr)>,
         tag: &str,
-        block: &mut Vec<Stmt>,
+        block: &mut Vec<BlockCopy>,
     ) -> Access {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
@@ -467,18 +475,23 @@ impl Operands<'_> {
             then: vec![Stmt::store(&buf, store_idx.clone(), value)],
             otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
         }];
-        block.push(Stmt::Array {
-            name: buf.clone(),
-            elems: known(&product(&pdims)),
-        });
-        block.push(Stmt::Comment(format!(
-            "pack {} for this block in tile order",
-            self.op.tensor_name(*tensor)
-        )));
-        block.push(Stmt::If {
-            conds: inside,
-            then: nest(plain),
-            otherwise: nest(tested),
+        block.push(BlockCopy {
+            axes: spans.keys().copied().collect(),
+            code: vec![
+                Stmt::Array {
+                    name: buf.clone(),
+                    elems: known(&product(&pdims)),
+                },
+                Stmt::Comment(format!(
+                    "pack {} for this block in tile order",
+                    self.op.tensor_name(*tensor)
+                )),
+                Stmt::If {
+                    conds: inside,
+                    then: nest(plain),
+                    otherwise: nest(tested),
+                },
+            ],
         });
         Access {
             buf,

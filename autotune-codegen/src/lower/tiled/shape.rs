@@ -7,6 +7,7 @@ use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};
 
 use super::geometry::{ceil_div, known, product, reduction, Tiling};
+use super::nest::{copy_depth, outer_levels, OuterLevel};
 use super::operands::{Level, Operands, Source};
 use crate::loopnest::IExpr;
 use crate::lower::dims::Dims;
@@ -42,7 +43,8 @@ pub(crate) fn stage_shape(
         Some(r) if r.inner >= plan.unroll.max(1) as i64 => plan.unroll.max(1) as i64,
         _ => 1,
     };
-    let (loops, inner_loops) = loops(&t, &order, plan.parallel, u);
+    let levels = outer_levels(&t, &order, plan);
+    let (loops, inner_loops) = loops(&t, &order, &levels, u);
     let extent = |a: AxisId| {
         if a < t.n {
             known(&t.ext[a])
@@ -110,10 +112,20 @@ pub(crate) fn stage_shape(
                 packed(&loops, &inner_loops, &covers, &layout)
             }
             Source::BlockPacked { layout } => {
-                // Refilled for every block, constant inputs' included.
-                let blocks: i64 = (0..t.n)
-                    .map(|a| known(&t.outer[a]))
-                    .chain(t.red.iter().map(|r| known(&r.outer)))
+                // Refilled on every run of the level it is made in, constant
+                // inputs' included.
+                let axes: Vec<AxisId> = layout.iter().map(|l| l.0).collect();
+                let depth = copy_depth(&levels, t.n, &axes).unwrap_or(levels.len());
+                let blocks: i64 = levels
+                    .iter()
+                    .take(depth + 1)
+                    .map(|level| match level {
+                        OuterLevel::Parallel(fused) => {
+                            fused.iter().map(|a| known(&t.outer[*a])).product()
+                        }
+                        OuterLevel::Tile(a) => known(&t.outer[*a]),
+                        OuterLevel::Reduce => t.red.iter().map(|r| known(&r.outer)).product(),
+                    })
                     .product();
                 scratch += (blocks * known(&product(layout.iter().map(|l| &l.2)))) as f64;
                 packed(&loops, &inner_loops, &covers, &layout)
@@ -167,19 +179,20 @@ pub(crate) fn stage_shape(
 }
 
 /// The loops of the tiled nest, innermost first: inner reduction (the last
-/// axis unrolled by `u`), register tiles of the block, outer reduction blocks,
-/// outer tiles (the leading `parallel` fused into one). Also, per loop, the
-/// level of a packed layout it walks.
+/// axis unrolled by `u`), register tiles of the block, then the `levels`
+/// (outer tiles, the leading ones fused into one parallel loop, and the outer
+/// reduction blocks among them). Also, per loop, the level of a packed layout
+/// it walks.
 fn loops(
     t: &Tiling,
     order: &[usize],
-    parallel: usize,
+    levels: &[OuterLevel],
     u: i64,
 ) -> (Vec<LoopShape>, Vec<Vec<(AxisId, Level)>>) {
     let mut loops = Vec::new();
-    let mut levels = Vec::new();
+    let mut walked = Vec::new();
     let mut push = |extent: i64, run: LoopRun, steps: Vec<(AxisId, i64)>, level: Level| {
-        levels.push(steps.iter().map(|s| (s.0, level)).collect());
+        walked.push(steps.iter().map(|s| (s.0, level)).collect());
         loops.push(LoopShape {
             extent: extent.max(1) as f64,
             run,
@@ -207,33 +220,33 @@ fn loops(
         let tiles = ceil_div(known(&t.ext[a]), t.tile[a]).min(t.block[a]);
         push(tiles, LoopRun::Serial, vec![(a, t.tile[a])], Level::Block);
     }
-    for r in t.red.iter().rev() {
-        push(
-            known(&r.outer),
-            LoopRun::Serial,
-            vec![(r.axis, r.inner)],
-            Level::ReduceOuter,
-        );
+    for level in levels.iter().rev() {
+        match level {
+            OuterLevel::Reduce => {
+                for r in t.red.iter().rev() {
+                    push(
+                        known(&r.outer),
+                        LoopRun::Serial,
+                        vec![(r.axis, r.inner)],
+                        Level::ReduceOuter,
+                    );
+                }
+            }
+            &OuterLevel::Tile(a) => push(
+                known(&t.outer[a]),
+                LoopRun::Serial,
+                vec![(a, t.block_size(a))],
+                Level::Outer,
+            ),
+            OuterLevel::Parallel(fused) => push(
+                fused.iter().map(|a| known(&t.outer[*a])).product(),
+                LoopRun::Parallel,
+                fused.iter().map(|&a| (a, t.block_size(a))).collect(),
+                Level::Outer,
+            ),
+        }
     }
-    let par = parallel.min(t.n);
-    for &a in order[par..].iter().rev() {
-        push(
-            known(&t.outer[a]),
-            LoopRun::Serial,
-            vec![(a, t.block_size(a))],
-            Level::Outer,
-        );
-    }
-    if par > 0 {
-        let fused = &order[..par];
-        push(
-            fused.iter().map(|a| known(&t.outer[*a])).product(),
-            LoopRun::Parallel,
-            fused.iter().map(|&a| (a, t.block_size(a))).collect(),
-            Level::Outer,
-        );
-    }
-    (loops, levels)
+    (loops, walked)
 }
 
 /// Strides and footprints of an operand read in place (or from a pad-copy of
