@@ -359,11 +359,12 @@ pub enum Read {
     /// each read (the pad value outside). No copy. In a generic kernel, as
     /// `Direct` (its reads' ranges are only known at run time).
     Guard,
-    /// From a copy in tile order of only what one block reads: refilled at
-    /// the start of every outer reduction block, in a buffer of the thread's
-    /// own (on its stack), so the copy is read from cache while it is fresh
-    /// and a tensor whose rows alias in the cache is read once, in runs. As
-    /// `Pack` where that buffer would be over [`BLOCK_PACK_BYTES`].
+    /// From a copy in tile order of only what one block reads: refilled
+    /// inside the innermost outer loop (or reduction block) it depends on, in
+    /// a buffer of the thread's own (on its stack), so the copy is read from
+    /// cache while it is fresh and a tensor whose rows alias in the cache is
+    /// read once, in runs. As `Pack` where that buffer would be over
+    /// [`BLOCK_PACK_BYTES`].
     PackBlock,
 }
 
