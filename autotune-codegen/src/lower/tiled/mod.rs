@@ -133,7 +133,7 @@ pub(crate) fn lower_stage(
     };
     let in_place: Vec<Vec<usize>> = sites_of(op, s, plan, consumer)
         .into_iter()
-        .filter(|site| site.read != Read::Pack)
+        .filter(|site| !matches!(site.read, Read::Pack | Read::PackBlock))
         .filter_map(|site| probe.in_place_axes(site.load))
         .collect();
     if in_place.is_empty() {
