@@ -27,8 +27,7 @@ pub(super) fn nest(
     let levels = outer_levels(t, order, plan);
     let mut at: Vec<Vec<Stmt>> = vec![Vec::new(); levels.len().max(1)];
     for c in copies {
-        let depth = copy_depth(&levels, t.n, &c.axes).unwrap_or(at.len() - 1);
-        at[depth].extend(c.code);
+        at[copy_depth(&levels, t.n, &c.axes)].extend(c.code);
     }
     let mut body = nest.block_loops(order, micro);
     if levels.is_empty() {
@@ -75,17 +74,21 @@ pub(super) fn outer_levels(t: &Tiling, order: &[usize], plan: &StagePlan) -> Vec
     levels
 }
 
-/// The innermost level that binds one of `axes` (a spatial axis's outer
-/// tile; for a reduction axis, any of `n` spatial axes' ids or more, the
-/// reduction blocks); none if no level does.
-pub(super) fn copy_depth(levels: &[OuterLevel], n: usize, axes: &[AxisId]) -> Option<usize> {
-    levels.iter().rposition(|level| {
-        axes.iter().any(|&a| match level {
-            OuterLevel::Parallel(fused) => fused.contains(&a),
-            OuterLevel::Tile(b) => a == *b,
-            OuterLevel::Reduce => a >= n,
+/// The level a copy of `axes` runs in: the innermost that binds one of them
+/// (a spatial axis's outer tile; for a reduction axis, any of `n` spatial
+/// axes' ids or more, the reduction blocks), or the innermost of all where
+/// none does.
+pub(super) fn copy_depth(levels: &[OuterLevel], n: usize, axes: &[AxisId]) -> usize {
+    levels
+        .iter()
+        .rposition(|level| {
+            axes.iter().any(|&a| match level {
+                OuterLevel::Parallel(fused) => fused.contains(&a),
+                OuterLevel::Tile(b) => a == *b,
+                OuterLevel::Reduce => a >= n,
+            })
         })
-    })
+        .unwrap_or(levels.len().saturating_sub(1))
 }
 
 struct Nest<'a> {

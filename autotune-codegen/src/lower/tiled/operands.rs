@@ -373,12 +373,12 @@ impl Operands<'_> {
         let value_of = self.packed_axis_values(&layout, &vars, BTreeMap::new());
         let (conds, value) = self.pack_element(site, &value_of);
         let dst: Vec<IExpr> = vars.iter().map(|v| IExpr::var(v)).collect();
-        let store_idx = row_major_flat(&dst, &pdims);
-        let body = vec![Stmt::If {
+        let body = vec![store_or_zero(
+            &buf,
+            row_major_flat(&dst, &pdims),
             conds,
-            then: vec![Stmt::store(&buf, store_idx.clone(), value)],
-            otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
-        }];
+            value,
+        )];
         let what = format!("pack {} in tile order", self.op.tensor_name(*tensor));
         out.extend(self.copy_nest(what, &vars, &pdims, body));
         Access {
@@ -470,11 +470,7 @@ impl Operands<'_> {
             store_idx.clone(),
             unguarded(value.clone()),
         )];
-        let tested = vec![Stmt::If {
-            conds,
-            then: vec![Stmt::store(&buf, store_idx.clone(), value)],
-            otherwise: vec![Stmt::store(&buf, store_idx, VExpr::Const(0.0))],
-        }];
+        let tested = vec![store_or_zero(&buf, store_idx, conds, value)];
         block.push(BlockCopy {
             axes: spans.keys().copied().collect(),
             code: vec![
@@ -683,6 +679,16 @@ impl Operands<'_> {
             (_, Ok(one)) => one.into(),
             (_, Err(body)) => body,
         }
+    }
+}
+
+/// `buf[index] = value` where every one of `conds` holds, else zero: a pack's
+/// element, zero outside the iteration domain.
+fn store_or_zero(buf: &str, index: IExpr, conds: Vec<(IExpr, IExpr)>, value: VExpr) -> Stmt {
+    Stmt::If {
+        conds,
+        then: vec![Stmt::store(buf, index.clone(), value)],
+        otherwise: vec![Stmt::store(buf, index, VExpr::Const(0.0))],
     }
 }
 

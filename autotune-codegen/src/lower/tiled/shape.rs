@@ -115,10 +115,9 @@ pub(crate) fn stage_shape(
                 // Refilled on every run of the level it is made in, constant
                 // inputs' included.
                 let axes: Vec<AxisId> = layout.iter().map(|l| l.0).collect();
-                let depth = copy_depth(&levels, t.n, &axes).unwrap_or(levels.len());
                 let blocks: i64 = levels
                     .iter()
-                    .take(depth + 1)
+                    .take(copy_depth(&levels, t.n, &axes) + 1)
                     .map(|level| match level {
                         OuterLevel::Parallel(fused) => {
                             fused.iter().map(|a| known(&t.outer[*a])).product()
