@@ -32,7 +32,7 @@ use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
 use space::StageSchedule;
-pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
+pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Reducing, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
 

@@ -21,6 +21,9 @@ use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
 
 use crate::target::Isa;
 
+mod carry;
+pub use carry::Reducing;
+
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
 #[derive(
     Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -305,6 +308,8 @@ pub struct TiledStage {
     pub extents: Vec<i64>,
     /// Reduction axes (ids in `Stage::axes`) of the stage's one reduction.
     pub reduce_axes: Vec<usize>,
+    /// Their extents at the space's shapes.
+    pub reduce_extents: Vec<i64>,
     /// Number of load sites (pre-order) in the stage body.
     pub loads: usize,
     /// The load sites (by position) under the reduction: those that may be
@@ -468,6 +473,10 @@ impl Space {
                     .spatial_axes()
                     .iter()
                     .map(|a| a.extent.value(shapes))
+                    .collect(),
+                reduce_extents: reduce_axes
+                    .iter()
+                    .map(|&a| stage.axes[a].extent.value(shapes))
                     .collect(),
                 reduce_axes: reduce_axes.clone(),
                 loads: load_sites(&stage.body).len(),

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::features::probe;
-use autotune_codegen::{Isa, Target, GENERATOR_VERSION};
+use autotune_codegen::{Config, Isa, Space, Target, GENERATOR_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::features::{FeatureSet, FEATURES_VERSION};
@@ -54,6 +54,24 @@ pub struct Pretrained {
     pub trained_on: TrainedOn,
     /// XGBoost's JSON model.
     pub model: String,
+    /// The best configs of the corpus's workloads: the few-shot search's first
+    /// picks for a similar workload, carried to its space ([`Loaded::seeds_for`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeds: Vec<Seeds>,
+}
+
+/// Configs a pre-trained model keeps per corpus workload, best first.
+pub const SEEDS_PER_WORKLOAD: usize = 4;
+
+/// A corpus workload's best configs, as it was tuned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Seeds {
+    /// The workload (readable key).
+    pub workload: String,
+    /// Its reducing stage's extents ([`autotune_codegen::Reducing`]).
+    pub extents: Vec<i64>,
+    /// Its best configs, best first.
+    pub configs: Vec<Config>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +146,68 @@ impl Loaded {
             })
         }
     }
+}
+
+impl Loaded {
+    /// Up to `n` configs to measure first for a workload of `space`: the best
+    /// configs of the corpus workloads whose reducing stage is like its own,
+    /// nearest extents first (by the sum of log ratios), two per workload,
+    /// each carried onto `base` ([`Space::carry`]), with the workload it came
+    /// from.
+    pub fn seeds_for(&self, space: &Space, base: &Config, n: usize) -> Vec<(Config, &str)> {
+        let Some(me) = space.reducing() else {
+            return Vec::new();
+        };
+        let distance = |s: &Seeds| -> f64 {
+            s.extents
+                .iter()
+                .zip(&me.extents)
+                .map(|(a, b)| (*a.max(&1) as f64 / *b.max(&1) as f64).ln().abs())
+                .sum()
+        };
+        let mut near: Vec<(f64, &Seeds)> = self
+            .file
+            .seeds
+            .iter()
+            .filter(|s| s.extents.len() == me.extents.len())
+            .map(|s| (distance(s), s))
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out: Vec<(Config, &str)> = Vec::new();
+        for (_, s) in near {
+            if out.len() == n {
+                break;
+            }
+            let carried = s.configs.iter().filter_map(|c| space.carry(c, base));
+            for c in carried.take(2) {
+                if out.len() < n && !out.iter().any(|o| o.0 == c) {
+                    out.push((c, s.workload.as_str()));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A past workload's best configs, where its space has a reducing stage.
+fn seeds_of(p: &crate::history::Past) -> Option<Seeds> {
+    let space = Space::new(&p.workload.op, p.workload.shapes());
+    let extents = space.reducing()?.extents;
+    let mut ok: Vec<(&Config, f64)> = p
+        .trials
+        .iter()
+        .filter_map(|(c, g, _)| g.map(|g| (c, g)))
+        .collect();
+    ok.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Some(Seeds {
+        workload: p.workload.key(),
+        extents,
+        configs: ok
+            .into_iter()
+            .take(SEEDS_PER_WORKLOAD)
+            .map(|(c, _)| c.clone())
+            .collect(),
+    })
 }
 
 /// How well a model orders the measured trials of one workload.
@@ -236,6 +316,7 @@ impl Pretrained {
                     .map_or(0, |d| d.as_secs()),
             },
             model,
+            seeds: history.workloads.iter().filter_map(seeds_of).collect(),
         })
     }
 

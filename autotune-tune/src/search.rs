@@ -129,6 +129,8 @@ pub struct ModelTuner {
     breeder: Option<GeneticTuner>,
     /// The best throughput before the last batch and after it.
     progress: (Option<f64>, Option<f64>),
+    /// The corpus workloads whose configs the first batch measures (few-shot).
+    carried: Vec<String>,
 }
 
 /// What the model, calibrated on the measured trials, expects of the best
@@ -177,6 +179,7 @@ impl ModelTuner {
             outlook: None,
             breeder: None,
             progress: (None, None),
+            carried: Vec::new(),
         }
     }
 
@@ -567,6 +570,13 @@ impl Tuner for ModelTuner {
                 )
             })
             .collect();
+        if !self.carried.is_empty() {
+            notes.push(format!(
+                "few-shot: the first batch measured {} config(s) carried from the model's corpus ({})",
+                self.carried.len(),
+                self.carried.join(", ")
+            ));
+        }
         notes.extend(self.outlook.map(|o| o.to_string()));
         notes
     }
@@ -732,7 +742,9 @@ pub const FEW_SHOT_WITHIN: f64 = 0.05;
 /// past the first improved the best by less than `stop_within` (e.g.
 /// [`FEW_SHOT_WITHIN`]) and the measured best is within that of what the
 /// model expects. `history` adds seeds (the best configs of the
-/// most similar past workloads), not a model.
+/// most similar past workloads), not a model; so does `corpus` (configs of
+/// the model's corpus carried to this workload, with the workload each came
+/// from: [`crate::pretrained::Loaded::seeds_for`]), after the others.
 #[allow(clippy::too_many_arguments)]
 pub fn few_shot(
     w: &Workload,
@@ -743,11 +755,19 @@ pub fn few_shot(
     seed: u64,
     history: Option<&History>,
     seeds: &[Config],
+    corpus: &[(Config, String)],
 ) -> Result<ModelTuner, ModelError> {
     let space = Space::new(&w.op, w.shapes());
     let mut seeds = starting_configs(w, &space, seeds, history);
     // Seeds are measured first: at most half of the first batch, so that the
     // model's own picks are measured too.
+    let room = (FEW_SHOT_BATCH / 2).saturating_sub(seeds.len());
+    let carried: Vec<&(Config, String)> = corpus
+        .iter()
+        .filter(|(c, _)| !seeds.contains(c))
+        .take(room)
+        .collect();
+    seeds.extend(carried.iter().map(|(c, _)| c.clone()));
     seeds.truncate(FEW_SHOT_BATCH / 2);
     let local = match refit {
         true => Some(crate::model::default_model(Objective::Rank, seed)?),
@@ -755,6 +775,8 @@ pub fn few_shot(
     };
     let mut t = ModelTuner::new(w, local, opts, seed).with_transfer(global, set);
     t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
+    t.carried = carried.iter().map(|(_, from)| from.clone()).collect();
+    t.carried.dedup();
     if !refit {
         t.breeder = Some(GeneticTuner::new(seed));
     }

@@ -5,13 +5,13 @@
 use std::fmt;
 use std::str::FromStr;
 
-use autotune_codegen::{Config, Workload};
+use autotune_codegen::{Config, Space, Workload};
 
 use crate::features::FeatureSet;
 use crate::history::History;
 use crate::model::{ModelError, Objective};
 use crate::pretrained::Loaded;
-use crate::search::{self, SearchOptions, FEW_SHOT_WITHIN};
+use crate::search::{self, SearchOptions, FEW_SHOT_BATCH, FEW_SHOT_WITHIN};
 use crate::tuner::{GeneticTuner, GridTuner, RandomTuner, Tuner};
 
 /// A tuner and its settings.
@@ -100,6 +100,13 @@ impl TunerSpec {
                     ..SearchOptions::default()
                 };
                 let global = Box::new(p.forest.clone());
+                let space = Space::new(&w.op, w.shapes());
+                let base = space.default_config_for(&w.op, w.shapes(), p.file.target.isa);
+                let corpus: Vec<(Config, String)> = p
+                    .seeds_for(&space, &base, FEW_SHOT_BATCH / 2)
+                    .into_iter()
+                    .map(|(c, from)| (c, from.to_string()))
+                    .collect();
                 Box::new(search::few_shot(
                     w,
                     global,
@@ -109,6 +116,7 @@ impl TunerSpec {
                     seed,
                     history,
                     seeds,
+                    &corpus,
                 )?)
             }
             TunerSpec::Random => Box::new(RandomTuner::new(seed)),

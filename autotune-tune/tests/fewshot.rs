@@ -57,6 +57,7 @@ fn run(truth: impl Fn(f32) -> f64, budget: usize) -> (usize, ModelTuner) {
         1,
         None,
         &[],
+        &[],
     )
     .unwrap();
     let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);

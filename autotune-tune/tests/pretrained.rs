@@ -4,9 +4,10 @@
 //! version with the same features is applied.
 
 use autotune_codegen::GENERATOR_VERSION;
+use autotune_codegen::{Config, Isa, Space, Value};
 use autotune_tune::features::{probe, FeatureSet, FEATURES_VERSION};
 use autotune_tune::model::{CostModel, Matrix};
-use autotune_tune::pretrained::{Pretrained, PretrainedError, TrainedOn};
+use autotune_tune::pretrained::{Loaded, Pretrained, PretrainedError, Seeds, TrainedOn};
 
 mod common;
 
@@ -32,6 +33,7 @@ fn model() -> Pretrained {
             date: 0,
         },
         model: TREES.into(),
+        seeds: vec![],
     }
 }
 
@@ -213,4 +215,87 @@ fn a_model_of_another_target_is_not_applied() {
     assert!(matches!(e, PretrainedError::Target { .. }), "{e}");
     assert!(e.to_string().contains("m.json"), "{e}");
     loaded.check_target(&model().target).unwrap();
+}
+
+/// A conv 3×3 (its reducing stage is its output) and a conv 3×3 + bias + ReLU
+/// (reducing stage `y`, the epilogue fusible) at `c` channels and `h`² pixels.
+fn convs(c: i64, h: i64) -> (autotune_codegen::Workload, autotune_codegen::Workload) {
+    let plain = common::workload(
+        &format!("R = 3, S = 3, specialize(C = {c}, H = {h}, W = {h}, K = {c})"),
+        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+            compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
+        }",
+    );
+    let relu = common::workload(
+        &format!("R = 3, S = 3, specialize(C = {c}, H = {h}, W = {h}, K = {c})"),
+        "pub fn conv_relu(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+            let y: Tensor<f32, (K, H, W)> =
+                compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+            compute(|k, h, v| max(y[k][h][v], 0.0))
+        }",
+    );
+    (plain, relu)
+}
+
+#[test]
+fn a_corpus_config_carries_to_a_similar_workload_and_not_to_another_kind() {
+    // A config of the plain conv at 32 channels, 16² (as a corpus holds it).
+    let (plain, _) = convs(32, 16);
+    let from_space = Space::new(&plain.op, plain.shapes());
+    let tuned: Config = "output.block.h=2 output.block.k=2 output.block.v=1 output.order=k/h-v \
+        output.pack.0=2 output.pack.1=1 output.parallel=1 output.split.c=16 output.split.r=3 \
+        output.split.s=3 output.tile.h=2 output.tile.k=2 output.tile.v=4 output.unroll=4 \
+        output.vector=k8"
+        .parse()
+        .unwrap();
+    from_space
+        .index_of(&tuned)
+        .expect("the corpus config is a point of its space");
+    let mut file = model();
+    file.seeds = vec![Seeds {
+        workload: plain.key(),
+        extents: from_space.reducing().unwrap().extents,
+        configs: vec![tuned.clone()],
+    }];
+    let loaded = Loaded {
+        forest: Pretrained::parse(
+            serde_json::to_string(&file).unwrap().as_bytes(),
+            std::path::Path::new("m"),
+        )
+        .unwrap()
+        .forest,
+        file,
+        origin: "m".into(),
+    };
+
+    // To the conv + ReLU at 64 channels, 28²: the reducing stage `y` takes the
+    // corpus config's schedule (sizes the space offers, the nearest where it
+    // does not: a split of 16 of 64 channels stays 16); the epilogue stays fused.
+    let (_, relu) = convs(64, 28);
+    let space = Space::new(&relu.op, relu.shapes());
+    let base = space.default_config_for(&relu.op, relu.shapes(), Isa::Avx2);
+    let seeds = loaded.seeds_for(&space, &base, 4);
+    assert_eq!(seeds.len(), 1, "{seeds:?}");
+    let (carried, from) = &seeds[0];
+    assert_eq!(*from, plain.key());
+    space
+        .index_of(carried)
+        .expect("a point of the target space");
+    assert!(space.sensible(carried));
+    for knob in [
+        "order", "vector", "tile.k", "tile.v", "split.c", "pack.0", "unroll",
+    ] {
+        assert_eq!(
+            carried.get(&format!("y.{knob}")),
+            tuned.get(&format!("output.{knob}")),
+            "y.{knob}"
+        );
+    }
+    assert_eq!(carried.get("y.fuse"), Some(&Value::Int(1)));
+
+    // A GEMM's reducing stage has other axes: nothing carries to it.
+    let gemm = common::gemm(64, 64, 64);
+    let gspace = Space::new(&gemm.op, gemm.shapes());
+    let gbase = gspace.default_config_for(&gemm.op, gemm.shapes(), Isa::Avx2);
+    assert!(loaded.seeds_for(&gspace, &gbase, 4).is_empty());
 }
