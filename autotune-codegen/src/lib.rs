@@ -31,8 +31,9 @@ use autotune_lang::ir::Specialization;
 use autotune_lang::mangle::{self, Package, Variant};
 use autotune_lang::Operator;
 
+pub use space::carry::Reducing;
 use space::StageSchedule;
-pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Reducing, Space, Value};
+pub use space::{Config, ConfigError, Knob, KnobKind, KnobName, Space, Value};
 pub use target::{CpuId, Isa, Selector, Target};
 pub use workload::{Workload, WorkloadId};
 

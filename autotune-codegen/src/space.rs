@@ -21,8 +21,7 @@ use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
 
 use crate::target::Isa;
 
-mod carry;
-pub use carry::Reducing;
+pub mod carry;
 
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
 #[derive(

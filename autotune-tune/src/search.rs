@@ -129,7 +129,7 @@ pub struct ModelTuner {
     breeder: Option<GeneticTuner>,
     /// The best throughput before the last batch and after it.
     progress: (Option<f64>, Option<f64>),
-    /// The corpus workloads whose configs the first batch measures (few-shot).
+    /// The corpus workload of each config carried to the first batch (few-shot).
     carried: Vec<String>,
 }
 
@@ -571,10 +571,12 @@ impl Tuner for ModelTuner {
             })
             .collect();
         if !self.carried.is_empty() {
+            let mut from = self.carried.clone();
+            from.dedup();
             notes.push(format!(
                 "few-shot: the first batch measured {} config(s) carried from the model's corpus ({})",
                 self.carried.len(),
-                self.carried.join(", ")
+                from.join(", ")
             ));
         }
         notes.extend(self.outlook.map(|o| o.to_string()));
@@ -776,7 +778,6 @@ pub fn few_shot(
     let mut t = ModelTuner::new(w, local, opts, seed).with_transfer(global, set);
     t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
     t.carried = carried.iter().map(|(_, from)| from.clone()).collect();
-    t.carried.dedup();
     if !refit {
         t.breeder = Some(GeneticTuner::new(seed));
     }
