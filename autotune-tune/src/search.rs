@@ -763,25 +763,30 @@ pub fn few_shot(
     let mut seeds = starting_configs(w, &space, seeds, history);
     // Seeds are measured first: at most half of the first batch, so that the
     // model's own picks are measured too.
-    let room = (FEW_SHOT_BATCH / 2).saturating_sub(seeds.len());
-    let carried: Vec<&(Config, String)> = corpus
-        .iter()
-        .filter(|(c, _)| !seeds.contains(c))
-        .take(room)
-        .collect();
-    seeds.extend(carried.iter().map(|(c, _)| c.clone()));
     seeds.truncate(FEW_SHOT_BATCH / 2);
     let local = match refit {
         true => Some(crate::model::default_model(Objective::Rank, seed)?),
         false => None,
     };
-    let mut t = ModelTuner::new(w, local, opts, seed).with_transfer(global, set);
+    let mut t = ModelTuner::new(w, local, opts, seed)
+        .with_transfer(global, set)
+        .with_seeds(&space, &seeds);
     t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
-    t.carried = carried.iter().map(|(_, from)| from.clone()).collect();
     if !refit {
         t.breeder = Some(GeneticTuner::new(seed));
     }
-    Ok(t.with_seeds(&space, &seeds))
+    // The corpus's configs fill the rest of that half; the notes name those taken.
+    for (c, from) in corpus {
+        if t.seeds.len() >= FEW_SHOT_BATCH / 2 {
+            break;
+        }
+        let before = t.seeds.len();
+        t = t.with_seeds(&space, std::slice::from_ref(c));
+        if t.seeds.len() > before {
+            t.carried.push(from.clone());
+        }
+    }
+    Ok(t)
 }
 
 /// The model-guided tuner with XGBoost and the given objective, starting from

@@ -103,3 +103,38 @@ fn a_model_whose_scores_do_not_track_the_measurements_runs_its_budget() {
     let notes = t.notes().join("\n");
     assert!(notes.contains("do not track"), "{notes}");
 }
+
+/// Configs carried from a model's corpus are measured in the first batch and
+/// named in the notes; one that is not a point of the space is dropped and not
+/// counted.
+#[test]
+fn the_first_batch_measures_the_corpus_configs_it_was_given() {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let good = space.default_config_for(&w.op, w.shapes(), autotune_codegen::Isa::Avx2);
+    let foreign: autotune_codegen::Config = "y.tile.q=1".parse().unwrap();
+    let corpus = [
+        (foreign, "conv[C1]".to_string()),
+        (good.clone(), "gemm[M7 K7 N7]".to_string()),
+    ];
+    let mut t = search::few_shot(
+        &w,
+        Box::new(SumOfFeatures),
+        FeatureSet::Curve,
+        false,
+        SearchOptions::default(),
+        1,
+        None,
+        &[],
+        &corpus,
+    )
+    .unwrap();
+    let batch = t.propose(&space, 8, &HashSet::new());
+    let want = space.canonical(space.index_of(&good).unwrap());
+    assert!(batch.contains(&want), "{batch:?}");
+    let notes = t.notes().join("\n");
+    assert!(
+        notes.contains("measured 1 config(s) carried from the model's corpus (gemm[M7 K7 N7])"),
+        "{notes}"
+    );
+}
