@@ -6,6 +6,8 @@
 //! features would mean something else. A generator change that leaves the
 //! features alone (only the C a plan is written as) keeps it: its trials
 //! measured that C, but the search measures what it proposes and refits.
+//! The file also keeps the corpus workloads' best configs ([`Seeds`]), which a
+//! few-shot search measures first where a new workload is like one of them.
 //!
 //! Models for x86-64 at AVX-512 and AVX2 ship with this crate
 //! (`models/<arch>-<isa>.json`, made by `bench/corpus.sh`); [`shipped`] finds
@@ -146,9 +148,7 @@ impl Loaded {
             })
         }
     }
-}
 
-impl Loaded {
     /// Up to `n` configs to measure first for a workload of `space`: the best
     /// configs of the corpus workloads whose reducing stage is like its own,
     /// nearest extents first (by the sum of log ratios), two per workload,
