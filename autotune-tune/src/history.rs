@@ -250,13 +250,7 @@ impl History {
             .iter()
             .map(|p| {
                 let same_op = (&p.id.op, p.id.fingerprint) == (&id.op, id.fingerprint);
-                let distance: f64 = p
-                    .workload
-                    .shapes()
-                    .iter()
-                    .zip(w.shapes())
-                    .map(|(a, b)| ((*a.max(&1) as f64) / (*b.max(&1) as f64)).ln().abs())
-                    .sum();
+                let distance = size_distance(p.workload.shapes(), w.shapes());
                 (if same_op { distance } else { 1e9 + distance }, p)
             })
             .collect();
@@ -279,6 +273,15 @@ impl History {
         }
         out
     }
+}
+
+/// How far apart two lists of sizes are: the sum of the log ratios of
+/// their pairs (sizes below 1 count as 1).
+pub fn size_distance(a: &[i64], b: &[i64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| ((*a.max(&1) as f64) / (*b.max(&1) as f64)).ln().abs())
+        .sum()
 }
 
 /// Keeps the first half of `n` (the best, as sorted) and an even spread of the rest.

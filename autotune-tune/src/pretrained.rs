@@ -20,7 +20,7 @@ use autotune_codegen::{Config, Isa, Space, Target, GENERATOR_VERSION};
 use serde::{Deserialize, Serialize};
 
 use crate::features::{FeatureSet, FEATURES_VERSION};
-use crate::history::History;
+use crate::history::{size_distance, History};
 use crate::model::{self, pairwise_accuracy, recall_at, CostModel, Matrix, ModelError, Objective};
 use crate::trees::Forest;
 
@@ -158,19 +158,12 @@ impl Loaded {
         let Some(me) = space.reducing() else {
             return Vec::new();
         };
-        let distance = |s: &Seeds| -> f64 {
-            s.extents
-                .iter()
-                .zip(&me.extents)
-                .map(|(a, b)| (*a.max(&1) as f64 / *b.max(&1) as f64).ln().abs())
-                .sum()
-        };
         let mut near: Vec<(f64, &Seeds)> = self
             .file
             .seeds
             .iter()
             .filter(|s| s.extents.len() == me.extents.len())
-            .map(|s| (distance(s), s))
+            .map(|s| (size_distance(&s.extents, &me.extents), s))
             .collect();
         near.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut out: Vec<(Config, &str)> = Vec::new();

@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::{Config, Knob, KnobKind, Space, StageKind, Value};
+use super::{Config, Knob, KnobKind, KnobName, Space, StageKind, Value};
 
 /// The reducing stage of a space, for matching spaces: its knobs' prefix and
 /// the extents of its spatial, then reduction axes.
@@ -72,11 +72,7 @@ impl Space {
         }
         let mut out = base.clone();
         for k in mine {
-            let v = from
-                .0
-                .iter()
-                .find(|(n, _)| n.stage == src && n.kind == k.name.kind)
-                .map(|(_, v)| v)?;
+            let v = from.0.get(&KnobName::new(src, k.name.kind.clone()))?;
             out.0.insert(k.name.clone(), nearest(&k.choices, v)?);
         }
         (self.index_of(&out).is_ok() && self.sensible(&out)).then_some(out)
