@@ -332,6 +332,13 @@ pub struct StagePlan {
     /// Spatial axes from outer to inner (for both outer levels); the knob value
     /// names them outer to inner joined by `-`, e.g. `j-i`.
     pub order: Vec<usize>,
+    /// Spatial axis `a` merged with the next one, `a + 1`, into one tiled
+    /// axis over both (the knob value joins them with `*`: `k-h*w`): a
+    /// register tile of pixels may then run across the rows of a small image,
+    /// as oneDNN's 1×1 kernels flatten theirs. Axis `a`'s own tile and block
+    /// are then unused. Never on the vector axis (a config that asks for it
+    /// runs unmerged), and only at a specialisation's known extents.
+    pub merge: Option<usize>,
     /// How many of the outer tile loops (in `order`) run outside the outer
     /// reduction blocks: all of them (the knob value without a `/`), or as
     /// many as the value names before its `/` (`j/i`: one), but never fewer
@@ -572,26 +579,52 @@ impl Space {
         let Ok(plan) = self.plan(&self.op, config) else {
             return false;
         };
-        let tiles: Vec<(&TiledStage, &StagePlan)> = self
+        let tiles: Vec<(usize, &TiledStage, &StagePlan)> = self
             .stages
             .iter()
             .zip(&plan)
-            .filter_map(|(kind, s)| match (kind, s) {
+            .enumerate()
+            .filter_map(|(s, (kind, sched))| match (kind, sched) {
                 (
                     StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. },
                     StageSchedule::Tiled(p),
-                ) => Some((i, p)),
+                ) => Some((s, i, p)),
                 _ => None,
             })
             .collect();
         let statements: usize = tiles
             .iter()
-            .map(|(_, p)| p.accumulators() * p.unroll.max(1))
+            .map(|(_, _, p)| p.accumulators() * p.unroll.max(1))
             .sum();
-        tiles
-            .iter()
-            .all(|(i, p)| p.accumulators() <= 32 && !p.overhangs(&i.extents))
-            && statements <= 256
+        // A merge the plan dropped, or a merged axis's own tile or block set,
+        // lowers as another config does.
+        let duplicate = |s: usize, i: &TiledStage, p: &StagePlan| {
+            let knob = |kind| config.0.get(&KnobName::new(&i.prefix, kind));
+            match p.merge {
+                None => {
+                    matches!(knob(KnobKind::Order), Some(Value::Name(o)) if o.contains('*'))
+                }
+                Some(a) => {
+                    let name = &self.op.stages[s].axes[a].name;
+                    knob(KnobKind::Tile(name.clone())) != Some(&Value::Int(1))
+                        || knob(KnobKind::Block(name.clone())) != Some(&Value::Int(1))
+                }
+            }
+        };
+        // A tile longer than its axis (offered to the second axis of a pair
+        // that may merge) computes nothing kept past the axis.
+        let too_long = |i: &TiledStage, p: &StagePlan| {
+            (0..i.n_spatial).any(|a| {
+                let merged = p.merge.is_some_and(|m| m + 1 == a);
+                !merged && p.vector.is_none_or(|(v, _)| v != a) && p.tile[a] > i.extents[a]
+            })
+        };
+        tiles.iter().all(|&(s, i, p)| {
+            p.accumulators() <= 32
+                && !p.overhangs(&i.extents)
+                && !duplicate(s, i, p)
+                && !too_long(i, p)
+        }) && statements <= 256
     }
 
     /// The choice position of every knob at `index` (mixed radix, first knob fastest).
@@ -708,25 +741,28 @@ impl Space {
                 } else if let KnobKind::Tile(axis) = &k.name.kind {
                     // About 6 rows × 3 vectors: 18 accumulators, as a GEMM micro-kernel;
                     // no more vectors than the axis fills.
+                    // (Within the axis: a merge's second axis is offered more.)
                     let a = stage.axes.iter().position(|x| x.name == *axis).unwrap_or(0);
+                    let e = stage.axes[a].extent.value(shapes);
                     if Some(a) == last {
                         pick(
                             k,
                             vector
                                 .as_ref()
-                                .map_or(vectors, |(_, e, w)| vectors.min((e + w - 1) / w)),
+                                .map_or(vectors.min(e), |(_, e, w)| vectors.min((e + w - 1) / w)),
                         )
                     } else if last.and_then(|l| l.checked_sub(1)) == Some(a) {
-                        pick(k, 6)
+                        pick(k, e.min(6))
                     } else {
                         pick(k, 1)
                     }
                 } else if let KnobKind::Block(axis) = &k.name.kind {
                     let a = stage.axes.iter().position(|x| x.name == *axis).unwrap_or(0);
+                    let e = stage.axes[a].extent.value(shapes);
                     if Some(a) == last {
-                        pick(k, 4)
+                        pick(k, e.min(4))
                     } else {
-                        pick(k, 16)
+                        pick(k, e.min(16))
                     }
                 } else if matches!(k.name.kind, KnobKind::Split(_)) {
                     pick(k, 512)
@@ -806,9 +842,15 @@ fn stage_knobs(
     let p = &info.prefix;
     let ints = |xs: &[i64]| xs.iter().map(|x| Value::Int(*x)).collect::<Vec<_>>();
     let mut vector = vec![Value::Name("none".into())];
+    let pairs = mergeable_pairs(&info.extents);
     for a in 0..info.n_spatial {
         let name = &stage.axes[a].name;
         let e = stage.axes[a].extent.value(shapes).max(1);
+        // The second axis of a pair that may merge tiles the pair's points.
+        let e = match a.checked_sub(1).filter(|p| pairs.contains(p)) {
+            Some(p) => e * info.extents[p].max(1),
+            None => e,
+        };
         let tiles: Vec<i64> = TILES.iter().copied().filter(|t| *t <= e).collect();
         let blocks: Vec<i64> = BLOCKS
             .iter()
@@ -858,6 +900,29 @@ fn stage_knobs(
                     names(&o[..at]),
                     names(&o[at..])
                 )));
+            }
+        }
+    }
+    // Two adjacent spatial axes merged into one (`h*w`), in every order of
+    // the axes that remain, the reduction blocks at each place (after the
+    // values above, which keep their places).
+    for a in mergeable_pairs(&info.extents) {
+        let item = |x: usize| match x {
+            x if x == a => format!("{}*{}", stage.axes[a].name, stage.axes[a + 1].name),
+            x => stage.axes[x].name.clone(),
+        };
+        let merged: Vec<usize> = (0..info.n_spatial).filter(|x| *x != a + 1).collect();
+        for o in orders(merged.len()) {
+            let o: Vec<String> = o.iter().map(|i| item(merged[*i])).collect();
+            order_values.push(Value::Name(o.join("-")));
+            if !info.reduce_axes.is_empty() {
+                for at in 0..o.len() {
+                    order_values.push(Value::Name(format!(
+                        "{}/{}",
+                        o[..at].join("-"),
+                        o[at..].join("-")
+                    )));
+                }
             }
         }
     }
@@ -932,6 +997,16 @@ fn orders(n: usize) -> Vec<Vec<usize>> {
     }
 }
 
+/// The spatial axes `a` that may merge with `a + 1`: both longer than one,
+/// and a third axis longer than one left to vectorise.
+fn mergeable_pairs(extents: &[i64]) -> Vec<usize> {
+    let long = |a: usize| extents[a] > 1;
+    (0..extents.len().saturating_sub(1))
+        .filter(|&a| long(a) && long(a + 1))
+        .filter(|&a| (0..extents.len()).any(|x| x != a && x != a + 1 && long(x)))
+        .collect()
+}
+
 /// The load sites of a stage (by position) under its one reduction.
 fn sites_under_reduction(stage: &Stage) -> Vec<usize> {
     let under: Vec<*const Expr> = match single_reduction(&stage.body) {
@@ -972,7 +1047,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
             Some((a, w))
         })
     };
-    let tile = (0..info.n_spatial)
+    let tile: Vec<i64> = (0..info.n_spatial)
         .map(|a| {
             let t = c.int(&knob(KnobKind::Tile(axis_name(a).to_string())));
             // On the vector axis the tile counts vectors.
@@ -983,15 +1058,25 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         })
         .collect();
     let order_text = c.name(&knob(KnobKind::Order));
-    let axes = |text: &str| -> Vec<usize> {
-        text.split('-')
-            .filter(|s| !s.is_empty())
-            .map(|n| {
-                (0..info.n_spatial)
-                    .find(|a| axis_name(*a) == n)
-                    .expect("order names spatial axes")
-            })
-            .collect()
+    let axis = |n: &str| {
+        (0..info.n_spatial)
+            .find(|a| axis_name(*a) == n)
+            .expect("order names spatial axes")
+    };
+    // `h*w` names both axes, in declaration order.
+    let mut merge = None;
+    let mut axes = |text: &str| -> Vec<usize> {
+        let mut out = Vec::new();
+        for item in text.split('-').filter(|s| !s.is_empty()) {
+            if let Some((first, _)) = item.split_once('*') {
+                let a = axis(first);
+                merge = Some(a);
+                out.extend([a, a + 1]);
+            } else {
+                out.push(axis(item));
+            }
+        }
+        out
     };
     let (order, reduce_at) = match order_text.split_once('/') {
         Some((outside, inside)) => {
@@ -1001,10 +1086,17 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         }
         None => (axes(order_text), info.n_spatial),
     };
+    let merge = merge.filter(|a| vector.is_none_or(|(v, _)| v != *a && v != a + 1));
+    // The merged pair is tiled along its second axis alone.
+    let one_on_merged = |a: usize, v: i64| if merge == Some(a) { 1 } else { v };
     StagePlan {
-        tile,
+        tile: tile
+            .into_iter()
+            .enumerate()
+            .map(|(a, t)| one_on_merged(a, t))
+            .collect(),
         block: (0..info.n_spatial)
-            .map(|a| c.int(&knob(KnobKind::Block(axis_name(a).to_string()))))
+            .map(|a| one_on_merged(a, c.int(&knob(KnobKind::Block(axis_name(a).to_string())))))
             .collect(),
         split: info
             .reduce_axes
@@ -1013,6 +1105,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
             .collect(),
         order,
         reduce_at,
+        merge,
         vector,
         unroll: if info.reduce_axes.is_empty() {
             1

@@ -11,8 +11,9 @@
 
 use std::path::Path;
 
+use autotune_codegen::space::StageSchedule;
 use autotune_codegen::Workload;
-use autotune_codegen::{Config, KnobKind, Space, Value};
+use autotune_codegen::{Config, KnobKind, KnobName, Space, Value};
 use autotune_lang::ir::{Operator, Specialization};
 use autotune_tune::measure::{self, ErrorClass};
 use rand::rngs::StdRng;
@@ -435,7 +436,7 @@ fn random_configs_match_the_reference() {
     // Every draw first, in order (the seed fixes them), then the checks on
     // every core.
     let mut jobs = Vec::new();
-    let (mut guarded_configs, mut block_configs) = (0, 0);
+    let (mut guarded_configs, mut block_configs, mut merged_configs) = (0, 0, 0);
     for op in test_ops() {
         let Some(op) = with_random_shape(&op, &mut rng) else {
             continue;
@@ -454,19 +455,35 @@ fn random_configs_match_the_reference() {
             let first = &configs[..2.min(configs.len())];
             let with_guards = with_reads(&space, first, GUARDED);
             let with_blocks = with_reads(&space, first, BLOCK_PACKED);
+            let mut with_merges = with_merged_axes(&space, &op, first, &mut rng);
+            with_merges.extend(with_reads(&space, &with_merges, PACKED));
+            with_merges.extend(with_reads(
+                &space,
+                &with_merges[..1.min(with_merges.len())],
+                BLOCK_PACKED,
+            ));
+            with_merges.extend(with_reads(
+                &space,
+                &with_merges[..1.min(with_merges.len())],
+                GUARDED,
+            ));
             guarded_configs += with_guards.len();
             block_configs += with_blocks.len();
+            merged_configs += with_merges.len();
             configs.extend(with_guards);
             configs.extend(with_blocks);
+            configs.extend(with_merges);
             let dir = root.join(format!("{}-{spec}", op.name));
             jobs.push((w, configs, dir));
         }
     }
     println!(
-        "random configs: {guarded_configs} with guarded border tiles, {block_configs} packed per block"
+        "random configs: {guarded_configs} with guarded border tiles, {block_configs} packed per block, \
+         {merged_configs} with two spatial axes merged"
     );
     assert!(guarded_configs >= 10, "{guarded_configs} guarded configs");
     assert!(block_configs >= 20, "{block_configs} block-packed configs");
+    assert!(merged_configs >= 10, "{merged_configs} merged configs");
     let tallies = measure::on_every_core(&jobs, |(w, configs, dir)| {
         check_configs(w, configs, dir, seed)
     });
@@ -499,7 +516,9 @@ fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tal
     })
 }
 
-/// `pack.N` values: read in place with guarded border tiles; packed per block.
+/// `pack.N` values: packed whole; read in place with guarded border tiles;
+/// packed per block.
+const PACKED: i64 = 1;
 const GUARDED: i64 = 2;
 const BLOCK_PACKED: i64 = 3;
 
@@ -527,6 +546,52 @@ fn with_reads(space: &Space, configs: &[Config], read: i64) -> Vec<Config> {
             c
         })
         .collect()
+}
+
+/// The configs of `space` with a random order that merges two spatial axes
+/// (`h*w`) and no vector on them, where the space offers one: only those whose
+/// plan keeps the merge.
+fn with_merged_axes(
+    space: &Space,
+    op: &Operator,
+    configs: &[Config],
+    rng: &mut StdRng,
+) -> Vec<Config> {
+    let mut out = Vec::new();
+    for c in configs {
+        let mut c = c.clone();
+        for k in space
+            .knobs
+            .iter()
+            .filter(|k| k.name.kind == KnobKind::Order)
+        {
+            let merged: Vec<&Value> = k
+                .choices
+                .iter()
+                .filter(|v| matches!(v, Value::Name(o) if o.contains('*')))
+                .collect();
+            if merged.is_empty() {
+                continue;
+            }
+            c.0.insert(
+                k.name.clone(),
+                merged[rng.gen_range(0..merged.len())].clone(),
+            );
+            // The vector on an axis outside the pair, or none.
+            let vector = KnobName::new(&k.name.stage, KnobKind::Vector);
+            c.0.insert(vector, Value::Name("none".into()));
+        }
+        let keeps = |c: &Config| {
+            space.plan(op, c).is_ok_and(|plan| {
+                plan.iter()
+                    .any(|s| matches!(s, StageSchedule::Tiled(p) if p.merge.is_some()))
+            })
+        };
+        if keeps(&c) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The invariant the tiled lowering keeps (ARCHITECTURE.md): the inner

@@ -6,7 +6,7 @@
 use autotune_lang::analysis::{single_reduction, Reduction};
 use autotune_lang::ir::{AxisId, Expr, Stage};
 
-use crate::loopnest::IExpr;
+use crate::loopnest::{IExpr, Stmt};
 use crate::lower::dims::Dims;
 use crate::space::StagePlan;
 
@@ -37,6 +37,19 @@ pub(super) struct Tiling {
     pub red: Vec<ReduceAxis>,
     /// Vectorised spatial axis and lanes.
     pub vector: Option<(usize, usize)>,
+    /// Spatial axes merged into one ([`StagePlan::merge`]).
+    pub merge: Option<Merge>,
+}
+
+/// Spatial axis `a` merged with `a + 1`: the tiling runs `a` once (extent 1)
+/// and `a + 1` over both (`ext_a × ext_b` points, row-major), so the output's
+/// flat index is unchanged; a point's own values of the two axes are its
+/// merged index divided by and modulo `ext_b` ([`merge_vars`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Merge {
+    pub a: usize,
+    pub ext_a: i64,
+    pub ext_b: i64,
 }
 
 impl Tiling {
@@ -66,6 +79,15 @@ impl Tiling {
         if ext.iter().any(empty) || red.iter().any(|r| empty(&r.extent)) {
             return None;
         }
+        // Only a specialisation merges: the split of a merged index needs the
+        // row length as a constant.
+        let mut ext = ext;
+        let merge = plan.merge.and_then(|a| {
+            let (ext_a, ext_b) = (ext[a].as_const()?, ext[a + 1].as_const()?);
+            ext[a] = IExpr::Const(1);
+            ext[a + 1] = IExpr::Const(ext_a * ext_b);
+            Some(Merge { a, ext_a, ext_b })
+        });
         let tile: Vec<i64> = plan.tile.iter().map(|t| (*t).max(1)).collect();
         let block: Vec<i64> = plan.block.iter().map(|b| (*b).max(1)).collect();
         let outer = (0..n)
@@ -80,6 +102,7 @@ impl Tiling {
             outer,
             red,
             vector,
+            merge,
         })
     }
 
@@ -118,6 +141,12 @@ impl Tiling {
     /// Largest value axis `a` takes in computed (possibly overhanging) tiles,
     /// in a specialisation.
     pub fn max_value(&self, a: AxisId) -> i64 {
+        match self.merge {
+            // A merged pair's points are clamped to the last one (see `merge_vars`).
+            Some(m) if a == m.a => return m.ext_a - 1,
+            Some(m) if a == m.a + 1 => return m.ext_b - 1,
+            _ => {}
+        }
         if a < self.n {
             ceil_div(known(&self.ext[a]), self.tile[a]) * self.tile[a] - 1
         } else {
@@ -175,6 +204,38 @@ impl Tiling {
     pub fn lanes(&self) -> usize {
         self.vector.map_or(1, |v| v.1)
     }
+}
+
+/// The locals naming each merged axis's own value at tile offset `o` along
+/// the merged axis: `(a's, a + 1's)`.
+pub(super) fn merge_vars(stage: &Stage, m: Merge, o: i64) -> (String, String) {
+    (
+        format!("{}__{o}", tile_var("m", stage, m.a)),
+        format!("{}__{o}", tile_var("m", stage, m.a + 1)),
+    )
+}
+
+/// The `Let`s of [`merge_vars`] for every offset of a register tile that
+/// starts at `base` (the merged index): a point past the last one (in an
+/// overhanging tile, which stores nothing there) reads the last one's
+/// operands, so every read stays inside.
+pub(super) fn merge_lets(stage: &Stage, t: &Tiling, m: Merge) -> Vec<Stmt> {
+    let base = IExpr::var(&tile_var("base", stage, m.a + 1));
+    let last = m.ext_a * m.ext_b - 1;
+    let mut out = Vec::new();
+    for o in 0..t.tile[m.a + 1] {
+        let at = base.clone().plus(IExpr::Const(o)).min(IExpr::Const(last));
+        let (va, vb) = merge_vars(stage, m, o);
+        out.push(Stmt::Let {
+            name: va,
+            value: at.clone().floor_div(m.ext_b),
+        });
+        out.push(Stmt::Let {
+            name: vb,
+            value: at.modulo(m.ext_b),
+        });
+    }
+    out
 }
 
 /// The one reduction of a tiled stage, if it has one, and its axes.

@@ -6,7 +6,7 @@
 
 use autotune_lang::ir::{Affine, AxisId, Stage};
 
-use super::geometry::{known, product, tile_var, Tiling};
+use super::geometry::{known, merge_vars, product, tile_var, Tiling};
 use super::operands::{Access, Level, Source};
 use crate::loopnest::IExpr;
 
@@ -113,16 +113,27 @@ impl Indexer<'_> {
         (flat, lane_stride)
     }
 
-    /// The value of an axis at a point (lane 0 for the vector axis).
+    /// The value of an axis at a point (lane 0 for the vector axis); a merged
+    /// axis's own value, not the tiling's ([`Indexer::coordinate`]).
     pub fn axis_value(&self, a: AxisId, p: &Point) -> IExpr {
         let stage = self.stage;
+        if let Some(m) = self.t.merge.filter(|m| a == m.a || a == m.a + 1) {
+            let (va, vb) = merge_vars(stage, m, p.offset[m.a + 1]);
+            return IExpr::var(if a == m.a { &va } else { &vb });
+        }
         if a < self.t.n {
-            IExpr::var(&tile_var("base", stage, a)).plus(IExpr::Const(p.offset[a]))
+            self.coordinate(a, p)
         } else {
             IExpr::var(&tile_var("k0", stage, a))
                 .plus(IExpr::var(&tile_var("ri", stage, a)))
                 .plus(IExpr::Const(p.unroll_of(a)))
         }
+    }
+
+    /// The tiling's index of spatial axis `a` at a point: for a merged pair,
+    /// 0 on the first and the merged index on the second.
+    fn coordinate(&self, a: AxisId, p: &Point) -> IExpr {
+        IExpr::var(&tile_var("base", self.stage, a)).plus(IExpr::Const(p.offset[a]))
     }
 
     /// The part of a load's flat index that a point's tile offset and unroll
@@ -138,12 +149,30 @@ impl Indexer<'_> {
         };
         match &acc.source {
             Source::Direct { dims } | Source::Guarded { dims, .. } | Source::Copy { dims, .. } => {
+                // Merged axes whose value at this point differs from the origin's.
+                let merged = |a: AxisId| {
+                    self.t
+                        .merge
+                        .is_some_and(|m| (a == m.a || a == m.a + 1) && p.offset[m.a + 1] != 0)
+                };
+                let origin = self.point(&vec![0; self.t.n], 0);
                 index
                     .iter()
                     .enumerate()
                     .fold(IExpr::Const(0), |acc, (d, ix)| {
-                        let steps: i64 = ix.terms.iter().map(|&(a, c)| c * vary(a)).sum();
-                        acc.plus(product(&dims[d + 1..]).times(IExpr::Const(steps)))
+                        // A merged axis's step depends on where the tile starts
+                        // in its row: a local of the tile, not a constant.
+                        let mut steps = IExpr::Const(0);
+                        for &(a, c) in &ix.terms {
+                            let step = if merged(a) {
+                                let from = self.axis_value(a, &origin).times(IExpr::Const(-1));
+                                self.axis_value(a, p).plus(from)
+                            } else {
+                                IExpr::Const(vary(a))
+                            };
+                            steps = steps.plus(step.times(IExpr::Const(c)));
+                        }
+                        acc.plus(product(&dims[d + 1..]).times(steps))
                     })
             }
             Source::Packed { layout } | Source::BlockPacked { layout } => IExpr::Const(
@@ -173,7 +202,7 @@ impl Indexer<'_> {
     pub fn target_index(&self, target_dims: &[IExpr], p: &Point) -> (IExpr, IExpr) {
         let mut flat = IExpr::Const(0);
         for (d, dim) in target_dims.iter().enumerate() {
-            flat = flat.times(dim.clone()).plus(self.axis_value(d, p));
+            flat = flat.times(dim.clone()).plus(self.coordinate(d, p));
         }
         let lane_stride = self
             .t

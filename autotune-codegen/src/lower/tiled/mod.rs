@@ -364,6 +364,10 @@ fn describe(
             .collect();
         d += &format!("; reduction blocks outside {}", inside.join(" "));
     }
+    if let Some(m) = t.merge {
+        let name = |a: usize| stage.axes[a].name.as_str();
+        d += &format!("; {}*{} merged", name(m.a), name(m.a + 1));
+    }
     if let Some((v, w)) = t.vector {
         d += &format!("; vector {}x{w}", stage.axes[v].name);
     }

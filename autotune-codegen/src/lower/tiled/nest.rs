@@ -2,12 +2,12 @@
 //! into one parallel loop), outer reduction blocks (inside all the outer tile
 //! loops, or between them where the plan says), register tiles of the block.
 //! It knows only the geometry and the loop-variable names the tile's code
-//! reads (`o__`, `ro__`, `k0__`, `b__`, `base__`), not what the tile computes,
+//! reads (`o__`, `ro__`, `k0__`, `b__`, `base__`, a merged pair's `m__`), not what the tile computes,
 //! and places each per-block copy inside the last loop it depends on.
 
 use autotune_lang::ir::{AxisId, Stage};
 
-use super::geometry::{product, tile_var, Tiling};
+use super::geometry::{merge_lets, product, tile_var, Tiling};
 use super::operands::BlockCopy;
 use crate::loopnest::{IExpr, LoopKind, Stmt};
 use crate::space::StagePlan;
@@ -110,6 +110,9 @@ impl Nest<'_> {
             let base = IExpr::var(&self.var("o", a))
                 .times(IExpr::Const(t.block_size(a)))
                 .plus(IExpr::var(&self.var("b", a)).times(IExpr::Const(t.tile[a])));
+            if let Some(m) = t.merge.filter(|m| m.a + 1 == a) {
+                body = [merge_lets(self.stage, t, m), body].concat();
+            }
             body.insert(
                 0,
                 Stmt::Let {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use autotune_lang::ir::{Affine, AxisId, Expr, Operator, TensorRef};
 
-use super::geometry::{ceil_div, known, product, row_major_flat, tile_var, Tiling};
+use super::geometry::{ceil_div, known, product, row_major_flat, tile_var, Merge, Tiling};
 use crate::loopnest::{Guard, IExpr, LoopKind, Scratch, Stmt, VExpr};
 use crate::lower::dims::Dims;
 use crate::lower::names::buffer_name;
@@ -85,6 +85,19 @@ impl Operands<'_> {
     pub fn source(&self, site: &Expr, read: Read, order: &[usize]) -> Source {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
+        };
+        // A merged pair's tile spans rows, which the border tests of a guarded
+        // read and a padded block's range test do not follow: such a load reads
+        // from its pad-copy, or its whole pack.
+        let merged = |m: Merge| {
+            index
+                .iter()
+                .any(|ix| ix.terms.iter().any(|&(a, _)| a == m.a || a == m.a + 1))
+        };
+        let read = match read {
+            Read::Guard if self.t.merge.is_some_and(merged) => Read::Direct,
+            Read::PackBlock if pad.is_some() && self.t.merge.is_some_and(merged) => Read::Pack,
+            read => read,
         };
         let pack = matches!(read, Read::Pack | Read::PackBlock);
         if !self.t.known() && !pack && self.in_place && self.in_place_axes(site).is_some() {
@@ -506,13 +519,22 @@ impl Operands<'_> {
         let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
+        // A pack is laid out along the tiling's axes: a merged pair's own
+        // values come from its merged index (inside the domain where read).
+        let mut own = value_of.clone();
+        if let Some(m) = self.t.merge {
+            if let Some(at) = value_of.get(&(m.a + 1)) {
+                own.insert(m.a + 1, at.clone().modulo(m.ext_b));
+                own.insert(m.a, at.clone().floor_div(m.ext_b));
+            }
+        }
         let src_idx: Vec<IExpr> = index
             .iter()
             .map(|ix| {
                 ix.terms
                     .iter()
                     .fold(IExpr::Const(ix.offset), |acc, (a, c)| {
-                        acc.plus(value_of[a].clone().times(IExpr::Const(*c)))
+                        acc.plus(own[a].clone().times(IExpr::Const(*c)))
                     })
             })
             .collect();
@@ -546,7 +568,13 @@ impl Operands<'_> {
     /// load's `index` involves, outer to inner, each with its extent.
     fn pack_layout(&self, index: &[Affine], order: &[usize]) -> Vec<(AxisId, Level, IExpr)> {
         let t = self.t;
-        let involved = |a: AxisId| index.iter().any(|ix| ix.terms.iter().any(|(b, _)| *b == a));
+        let reads = |a: AxisId| index.iter().any(|ix| ix.terms.iter().any(|(b, _)| *b == a));
+        // A merged pair is laid out along its second axis, the tiling's.
+        let involved = |a: AxisId| match t.merge {
+            Some(m) if a == m.a => false,
+            Some(m) if a == m.a + 1 => reads(m.a) || reads(m.a + 1),
+            _ => reads(a),
+        };
         let mut layout = Vec::new();
         for &a in order.iter().filter(|a| involved(**a)) {
             layout.push((a, Level::Outer, t.outer[a].clone()));
