@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Re-tunes this CPU's cache entries of an example with the reduction blocks'
-# place among the outer loops as a start (generator 6, `j/i` order values): for
-# every entry of this CPU (its ISA level, THREADS), its config with the `/` at
-# each position of the reducing stage's order is measured first
-# (`cargo autotune tune --start`), then TRIALS more trials of the search; the
-# entry changes only where the winner's re-timing beats it. The search's model
-# learned on records without these orders and rarely proposes them itself.
+# Re-tunes this CPU's cache entries of an example from starts the search's
+# model has not learned to propose: for every entry of this CPU (its ISA level,
+# THREADS), variants of its config are measured first (`cargo autotune tune
+# --start`), then TRIALS more trials of the search; the entry changes only
+# where the winner's re-timing beats it. START says which variants:
+#   orders (generator 6): the `/` at each position of the reducing stage's order;
+#   merge (generator 7): each order that merges two spatial axes (`h*w`) off
+#     the vector axis, with a register tile of pixels as long as the register
+#     file allows beside the entry's vectors (and one shorter).
 #   bash bench/tune-orders.sh                       # examples/resnet18, 1 and 2 threads
-#   OPS="conv3x3_relu" THREADS=1 bash bench/tune-orders.sh
+#   START=merge OPS="conv3x3_relu" THREADS=1 bash bench/tune-orders.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
@@ -17,13 +19,48 @@ FILE=$EXAMPLE/src/ops.rs
 CACHE=${CACHE:-$ROOT/tuning-cache}
 TRIALS=${TRIALS:-32}
 ISA=$(grep -qw avx512f /proc/cpuinfo && echo avx512 || echo avx2)
+START=${START:-orders}
 WORK=$(mktemp -d /tmp/autotune-orders.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 for threads in ${THREADS:-1 2}; do
     # One start file per entry: op, spec index and file, from the cache and the source.
-    python3 - "$FILE" "$CACHE" "$ISA" "$threads" "$WORK/$threads" "${OPS:-}" <<'PY'
-import os, re, sys, tomllib
-src, cache, isa, threads, out, only = sys.argv[1:7]
+    python3 - "$FILE" "$CACHE" "$ISA" "$threads" "$WORK/$threads" "${OPS:-}" "$START" "$AT" <<'PY'
+import os, re, subprocess, sys, tomllib
+src, cache, isa, threads, out, only, start, at = sys.argv[1:9]
+
+def merged_orders(name, workload, stage):
+    """The stage's order values that merge two axes, as the space offers them."""
+    text = subprocess.run(at.split() + ["space", "--file", src, "--op", name, "--knobs"],
+                          capture_output=True, text=True, check=True).stdout
+    section = text.split(workload + ":", 1)[1]
+    for line in section.splitlines():
+        if line.strip().startswith(stage + ".order "):
+            return [v for v in line.split()[1:] if "*" in v]
+    return []
+
+def merge_starts(name, workload, config, st):
+    vector = config[f"{st}.vector"]
+    vaxis = re.match(r"[a-z_]+?(?=\d+$)", vector)
+    vaxis = vaxis.group(0) if vaxis and vector != "none" else None
+    vectors = int(config[f"{st}.tile.{vaxis}"]) if vaxis else 1
+    regs = 32 if isa == "avx512" else 16
+    # Accumulators beside a register per vector of weights and a broadcast.
+    longest = max(1, min(16, (regs - vectors - 1) // vectors))
+    lines = []
+    for order in merged_orders(name, workload, st):
+        first, second = re.search(r"(\w+)\*(\w+)", order).groups()
+        if vaxis in (first, second):
+            continue
+        offered = [t for t in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16) if t <= longest]
+        for t in offered[-2:]:
+            c = dict(config)
+            c[f"{st}.order"] = order
+            c[f"{st}.tile.{first}"] = c[f"{st}.block.{first}"] = 1
+            c[f"{st}.tile.{second}"] = t
+            c[f"{st}.block.{second}"] = 1
+            lines.append(c)
+    return lines
+
 os.makedirs(out, exist_ok=True)
 text = open(src).read()
 specs = {}
@@ -47,11 +84,16 @@ for name, shapes in specs.items():
         stages = {k.split(".")[0] for k in config if ".split." in k}
         lines = []
         for st in sorted(stages):
-            axes = [a for a in re.split("[-/]", config[f"{st}.order"]) if a]
-            for at in range(len(axes)):
-                c = dict(config)
-                c[f"{st}.order"] = "-".join(axes[:at]) + "/" + "-".join(axes[at:])
-                lines.append(" ".join(f"{k}={v}" for k, v in sorted(c.items())))
+            if start == "merge":
+                configs = merge_starts(name, e["workload"], config, st)
+            else:
+                axes = [a for a in re.split("[-/*]", config[f"{st}.order"]) if a]
+                configs = []
+                for i in range(len(axes)):
+                    c = dict(config)
+                    c[f"{st}.order"] = "-".join(axes[:i]) + "/" + "-".join(axes[i:])
+                    configs.append(c)
+            lines += [" ".join(f"{k}={v}" for k, v in sorted(c.items())) for c in configs]
         if lines:
             with open(f"{out}/{name}.{shapes.index(shape)}", "w") as f:
                 f.write("\n".join(lines) + "\n")
