@@ -138,7 +138,8 @@ impl Indexer<'_> {
 
     /// The part of a load's flat index that a point's tile offset and unroll
     /// offset contribute: a constant, or in the generic kernel's in-place loads
-    /// constants times the tensor's symbolic strides.
+    /// constants times the tensor's symbolic strides, or along a merged pair
+    /// the difference of the tile's locals for the point and its origin.
     pub fn load_delta(&self, acc: &Access, index: &[Affine], p: &Point) -> IExpr {
         let vary = |a: AxisId| -> i64 {
             if a < self.t.n {

@@ -2,7 +2,8 @@
 //! its resolved [`Access`], and expressions evaluated through them at a point
 //! of the register tile. A site's index at the tile origin is bound once in a
 //! `Let` (`ix__k`); each element of the tile reads at that local plus a
-//! constant, so the unrolled code repeats no index arithmetic.
+//! constant (plus, along a merged pair, locals bound once per tile), so the
+//! unrolled code repeats no index arithmetic.
 
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{Affine, AxisId, Expr, TensorRef};
