@@ -28,15 +28,18 @@ for threads in ${THREADS:-1 2}; do
 import os, re, subprocess, sys, tomllib
 src, cache, isa, threads, out, only, start, at = sys.argv[1:9]
 
-def merged_orders(name, workload, stage):
-    """The stage's order values that merge two axes, as the space offers them."""
+def choices(name, workload):
+    """Every knob of the workload's space and its choices, as the space offers them."""
     text = subprocess.run(at.split() + ["space", "--file", src, "--op", name, "--knobs"],
                           capture_output=True, text=True, check=True).stdout
     section = text.split(workload + ":", 1)[1]
-    for line in section.splitlines():
-        if line.strip().startswith(stage + ".order "):
-            return [v for v in line.split()[1:] if "*" in v]
-    return []
+    knobs = {}
+    for line in section.splitlines()[1:]:
+        if not line.startswith("  ") or "=" in line:
+            break
+        knob, *values = line.split()
+        knobs[knob] = values
+    return knobs
 
 def merge_starts(name, workload, config, st):
     vector = config[f"{st}.vector"]
@@ -46,12 +49,13 @@ def merge_starts(name, workload, config, st):
     regs = 32 if isa == "avx512" else 16
     # Accumulators beside a register per vector of weights and a broadcast.
     longest = max(1, min(16, (regs - vectors - 1) // vectors))
+    knobs = choices(name, workload)
     lines = []
-    for order in merged_orders(name, workload, st):
+    for order in (o for o in knobs[f"{st}.order"] if "*" in o):
         first, second = re.search(r"(\w+)\*(\w+)", order).groups()
         if vaxis in (first, second):
             continue
-        offered = [t for t in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16) if t <= longest]
+        offered = [t for t in knobs[f"{st}.tile.{second}"] if int(t) <= longest]
         for t in offered[-2:]:
             c = dict(config)
             c[f"{st}.order"] = order
@@ -87,7 +91,8 @@ for name, shapes in specs.items():
             if start == "merge":
                 configs = merge_starts(name, e["workload"], config, st)
             else:
-                axes = [a for a in re.split("[-/*]", config[f"{st}.order"]) if a]
+                # (A merged pair, `h*w`, stays one item.)
+                axes = [a for a in re.split("[-/]", config[f"{st}.order"]) if a]
                 configs = []
                 for i in range(len(axes)):
                     c = dict(config)

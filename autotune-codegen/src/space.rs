@@ -906,7 +906,7 @@ fn stage_knobs(
     // Two adjacent spatial axes merged into one (`h*w`), in every order of
     // the axes that remain, the reduction blocks at each place (after the
     // values above, which keep their places).
-    for a in mergeable_pairs(&info.extents) {
+    for a in pairs {
         let item = |x: usize| match x {
             x if x == a => format!("{}*{}", stage.axes[a].name, stage.axes[a + 1].name),
             x => stage.axes[x].name.clone(),
@@ -1047,16 +1047,6 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
             Some((a, w))
         })
     };
-    let tile: Vec<i64> = (0..info.n_spatial)
-        .map(|a| {
-            let t = c.int(&knob(KnobKind::Tile(axis_name(a).to_string())));
-            // On the vector axis the tile counts vectors.
-            match vector {
-                Some((va, w)) if va == a => t * w as i64,
-                _ => t,
-            }
-        })
-        .collect();
     let order_text = c.name(&knob(KnobKind::Order));
     let axis = |n: &str| {
         (0..info.n_spatial)
@@ -1089,12 +1079,18 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
     let merge = merge.filter(|a| vector.is_none_or(|(v, _)| v != *a && v != a + 1));
     // The merged pair is tiled along its second axis alone.
     let one_on_merged = |a: usize, v: i64| if merge == Some(a) { 1 } else { v };
+    let tile: Vec<i64> = (0..info.n_spatial)
+        .map(|a| {
+            let t = one_on_merged(a, c.int(&knob(KnobKind::Tile(axis_name(a).to_string()))));
+            // On the vector axis the tile counts vectors.
+            match vector {
+                Some((va, w)) if va == a => t * w as i64,
+                _ => t,
+            }
+        })
+        .collect();
     StagePlan {
-        tile: tile
-            .into_iter()
-            .enumerate()
-            .map(|(a, t)| one_on_merged(a, t))
-            .collect(),
+        tile,
         block: (0..info.n_spatial)
             .map(|a| one_on_merged(a, c.int(&knob(KnobKind::Block(axis_name(a).to_string())))))
             .collect(),

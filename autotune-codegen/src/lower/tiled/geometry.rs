@@ -6,7 +6,7 @@
 use autotune_lang::analysis::{single_reduction, Reduction};
 use autotune_lang::ir::{AxisId, Expr, Stage};
 
-use crate::loopnest::{IExpr, Stmt};
+use crate::loopnest::IExpr;
 use crate::lower::dims::Dims;
 use crate::space::StagePlan;
 
@@ -44,7 +44,8 @@ pub(super) struct Tiling {
 /// Spatial axis `a` merged with `a + 1`: the tiling runs `a` once (extent 1)
 /// and `a + 1` over both (`ext_a × ext_b` points, row-major), so the output's
 /// flat index is unchanged; a point's own values of the two axes are its
-/// merged index divided by and modulo `ext_b` ([`merge_vars`]).
+/// merged index divided by and modulo `ext_b`, bound once per register tile
+/// (`nest`) as the locals [`merge_vars`] names.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Merge {
     pub a: usize,
@@ -213,29 +214,6 @@ pub(super) fn merge_vars(stage: &Stage, m: Merge, o: i64) -> (String, String) {
         format!("{}__{o}", tile_var("m", stage, m.a)),
         format!("{}__{o}", tile_var("m", stage, m.a + 1)),
     )
-}
-
-/// The `Let`s of [`merge_vars`] for every offset of a register tile that
-/// starts at `base` (the merged index): a point past the last one (in an
-/// overhanging tile, which stores nothing there) reads the last one's
-/// operands, so every read stays inside.
-pub(super) fn merge_lets(stage: &Stage, t: &Tiling, m: Merge) -> Vec<Stmt> {
-    let base = IExpr::var(&tile_var("base", stage, m.a + 1));
-    let last = m.ext_a * m.ext_b - 1;
-    let mut out = Vec::new();
-    for o in 0..t.tile[m.a + 1] {
-        let at = base.clone().plus(IExpr::Const(o)).min(IExpr::Const(last));
-        let (va, vb) = merge_vars(stage, m, o);
-        out.push(Stmt::Let {
-            name: va,
-            value: at.clone().floor_div(m.ext_b),
-        });
-        out.push(Stmt::Let {
-            name: vb,
-            value: at.modulo(m.ext_b),
-        });
-    }
-    out
 }
 
 /// The one reduction of a tiled stage, if it has one, and its axes.

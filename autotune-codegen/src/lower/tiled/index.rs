@@ -117,9 +117,8 @@ impl Indexer<'_> {
     /// axis's own value, not the tiling's ([`Indexer::coordinate`]).
     pub fn axis_value(&self, a: AxisId, p: &Point) -> IExpr {
         let stage = self.stage;
-        if let Some(m) = self.t.merge.filter(|m| a == m.a || a == m.a + 1) {
-            let (va, vb) = merge_vars(stage, m, p.offset[m.a + 1]);
-            return IExpr::var(if a == m.a { &va } else { &vb });
+        if let Some(v) = self.merged_value(a, self.pair_offset(p)) {
+            return v;
         }
         if a < self.t.n {
             self.coordinate(a, p)
@@ -128,6 +127,19 @@ impl Indexer<'_> {
                 .plus(IExpr::var(&tile_var("ri", stage, a)))
                 .plus(IExpr::Const(p.unroll_of(a)))
         }
+    }
+
+    /// Axis `a`'s own value, if it is one of a merged pair, at offset `o`
+    /// along the pair: the tile's local for that offset.
+    fn merged_value(&self, a: AxisId, o: i64) -> Option<IExpr> {
+        let m = self.t.merge.filter(|m| a == m.a || a == m.a + 1)?;
+        let (va, vb) = merge_vars(self.stage, m, o);
+        Some(IExpr::var(if a == m.a { &va } else { &vb }))
+    }
+
+    /// A point's offset in the tile along the merged pair (0 if none).
+    fn pair_offset(&self, p: &Point) -> i64 {
+        self.t.merge.map_or(0, |m| p.offset[m.a + 1])
     }
 
     /// The tiling's index of spatial axis `a` at a point: for a merged pair,
@@ -150,29 +162,23 @@ impl Indexer<'_> {
         };
         match &acc.source {
             Source::Direct { dims } | Source::Guarded { dims, .. } | Source::Copy { dims, .. } => {
-                // Merged axes whose value at this point differs from the origin's.
-                let merged = |a: AxisId| {
-                    self.t
-                        .merge
-                        .is_some_and(|m| (a == m.a || a == m.a + 1) && p.offset[m.a + 1] != 0)
+                // A merged axis's step depends on where the tile starts in its
+                // row: its local at this point less its local at the origin.
+                let o = self.pair_offset(p);
+                let step = |a: AxisId| -> IExpr {
+                    match (self.merged_value(a, o), self.merged_value(a, 0)) {
+                        (Some(at), Some(from)) if o != 0 => at.plus(from.times(IExpr::Const(-1))),
+                        (Some(_), _) => IExpr::Const(0),
+                        _ => IExpr::Const(vary(a)),
+                    }
                 };
-                let origin = self.point(&vec![0; self.t.n], 0);
                 index
                     .iter()
                     .enumerate()
                     .fold(IExpr::Const(0), |acc, (d, ix)| {
-                        // A merged axis's step depends on where the tile starts
-                        // in its row: a local of the tile, not a constant.
-                        let mut steps = IExpr::Const(0);
-                        for &(a, c) in &ix.terms {
-                            let step = if merged(a) {
-                                let from = self.axis_value(a, &origin).times(IExpr::Const(-1));
-                                self.axis_value(a, p).plus(from)
-                            } else {
-                                IExpr::Const(vary(a))
-                            };
-                            steps = steps.plus(step.times(IExpr::Const(c)));
-                        }
+                        let steps = ix.terms.iter().fold(IExpr::Const(0), |s, &(a, c)| {
+                            s.plus(step(a).times(IExpr::Const(c)))
+                        });
                         acc.plus(product(&dims[d + 1..]).times(steps))
                     })
             }

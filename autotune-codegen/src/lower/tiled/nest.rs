@@ -7,7 +7,7 @@
 
 use autotune_lang::ir::{AxisId, Stage};
 
-use super::geometry::{merge_lets, product, tile_var, Tiling};
+use super::geometry::{merge_vars, product, tile_var, Merge, Tiling};
 use super::operands::BlockCopy;
 use crate::loopnest::{IExpr, LoopKind, Stmt};
 use crate::space::StagePlan;
@@ -111,7 +111,7 @@ impl Nest<'_> {
                 .times(IExpr::Const(t.block_size(a)))
                 .plus(IExpr::var(&self.var("b", a)).times(IExpr::Const(t.tile[a])));
             if let Some(m) = t.merge.filter(|m| m.a + 1 == a) {
-                body = [merge_lets(self.stage, t, m), body].concat();
+                body = [self.merge_lets(m), body].concat();
             }
             body.insert(
                 0,
@@ -130,6 +130,30 @@ impl Nest<'_> {
             }];
         }
         body
+    }
+
+    /// The `Let`s of [`merge_vars`] for every offset of a register tile that
+    /// starts at `base` (the merged index): a point past the last one (in an
+    /// overhanging tile, which stores nothing there) reads the last one's
+    /// operands, so every read stays inside.
+    fn merge_lets(&self, m: Merge) -> Vec<Stmt> {
+        let (stage, t) = (self.stage, self.t);
+        let base = IExpr::var(&tile_var("base", stage, m.a + 1));
+        let last = m.ext_a * m.ext_b - 1;
+        let mut out = Vec::new();
+        for o in 0..t.tile[m.a + 1] {
+            let at = base.clone().plus(IExpr::Const(o)).min(IExpr::Const(last));
+            let (va, vb) = merge_vars(stage, m, o);
+            out.push(Stmt::Let {
+                name: va,
+                value: at.clone().floor_div(m.ext_b),
+            });
+            out.push(Stmt::Let {
+                name: vb,
+                value: at.modulo(m.ext_b),
+            });
+        }
+        out
     }
 
     /// The number of register tiles in the current block along axis `a`.
