@@ -155,25 +155,34 @@ fn tuning_harness(w: &Workload, dir: &Path, seed: u64) -> measure::Harness {
     autotune_tune::session::prepare(w, &opts, dir).unwrap_or_else(|e| panic!("{}: {e}", w.key()))
 }
 
-/// What checking a batch of configs found: how many were checked, and how
-/// many were skipped at tuning's limits (over its source size, or past its
-/// compile time).
+/// What checking a batch of configs found: how many were checked, how many
+/// were skipped at tuning's limits (over its source size, or past its compile
+/// time), and how many the C compiler miscompiled.
 #[derive(Default)]
 struct Tally {
     checked: usize,
     skipped: usize,
+    miscompiled: usize,
 }
 
-/// Checks every config of `batch` that compiled, on `timing`'s threads; a
-/// config over the source limit or past the compile limit is skipped and
-/// counted, as tuning records and skips it. `what` names a config in a
-/// failure's message.
+/// Builds `candidates` (made from `configs`) with `harness` in `dir` and
+/// checks each that compiled, on `timing`'s threads; a config over the source
+/// limit or past the compile limit is skipped and counted, as tuning records
+/// and skips it. A wrong result fails the test unless the same C is right
+/// compiled without loop if-conversion: then the compiler miscompiled it
+/// (`Harness::without_if_conversion`), which is counted and printed, as
+/// tuning would skip it too. `what` names a config in a failure's message.
 fn check_batch(
-    batch: &measure::Batch,
+    harness: &measure::Harness,
+    candidates: &[measure::Candidate],
     configs: &[Config],
+    dir: &Path,
     timing: &measure::TimingOptions,
     what: impl Fn(&Config) -> String,
 ) -> Tally {
+    let batch = harness
+        .build(candidates, dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", harness.workload.key()));
     let mut tally = Tally::default();
     for (i, c) in configs.iter().enumerate() {
         if let Some((ErrorClass::SourceTooLarge | ErrorClass::CompileTimeout, e)) = &batch.failed[i]
@@ -182,10 +191,25 @@ fn check_batch(
             tally.skipped += 1;
             continue;
         }
-        batch
-            .check(i, timing)
-            .unwrap_or_else(|e| panic!("{}: {e}", what(c)));
-        tally.checked += 1;
+        match batch.check(i, timing) {
+            Ok(()) => tally.checked += 1,
+            Err(e @ measure::MeasureError::WrongResult(_)) => {
+                let again = harness
+                    .without_if_conversion()
+                    .and_then(|h| h.build(&candidates[i..=i], &dir.join("no-if-conversion")))
+                    .and_then(|b| b.check(0, timing));
+                if let Err(again) = again {
+                    panic!("{}: {e} (without loop if-conversion: {again})", what(c));
+                }
+                println!(
+                    "{}: {e}, but right without loop if-conversion: miscompiled by {}, skipped",
+                    what(c),
+                    measure::compiler_version()
+                );
+                tally.miscompiled += 1;
+            }
+            Err(e) => panic!("{}: {e}", what(c)),
+        }
     }
     tally
 }
@@ -196,7 +220,11 @@ fn check_batch(
 fn report(test: &str, tallies: &[Tally]) {
     let checked: usize = tallies.iter().map(|t| t.checked).sum();
     let skipped: usize = tallies.iter().map(|t| t.skipped).sum();
-    println!("{test}: {checked} configs checked, {skipped} skipped at tuning's limits");
+    let miscompiled: usize = tallies.iter().map(|t| t.miscompiled).sum();
+    println!(
+        "{test}: {checked} configs checked, {skipped} skipped at tuning's limits, \
+         {miscompiled} miscompiled by the C compiler"
+    );
     assert!(checked > 50, "{test}: only {checked} configs checked");
 }
 
@@ -231,10 +259,7 @@ fn check_generic(w: &Workload, anchor: &[i64], configs: &[Config], dir: &Path, s
             )
         })
         .collect();
-    let batch = harness
-        .build(&candidates, dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-    check_batch(&batch, configs, &timing, |c| {
+    check_batch(&harness, &candidates, configs, dir, &timing, |c| {
         format!(
             "{} (generic, config {c} of the space at {anchor:?}, seed {seed})",
             w.key()
@@ -500,10 +525,7 @@ fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tal
         .cloned()
         .map(measure::Candidate::Config)
         .collect();
-    let batch = harness
-        .build(&candidates, dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-    // The batch's reference (the generic kernel) against the interpreter.
+    // The harness's reference (the generic kernel) against the interpreter.
     let inputs: Vec<Vec<f64>> = (0..op.inputs.len())
         .map(|i| measure::read_output(&dir.join(format!("in{i}.bin")), op.dtype).unwrap())
         .collect();
@@ -511,9 +533,14 @@ fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tal
     let got = measure::read_output(&dir.join("reference.bin"), op.dtype).unwrap();
     measure::compare(&got, &want, op.dtype)
         .unwrap_or_else(|e| panic!("{} reference: {e}", w.key()));
-    check_batch(&batch, configs, &Default::default(), |c| {
-        format!("{} with config {c} (seed {seed})", w.key())
-    })
+    check_batch(
+        &harness,
+        &candidates,
+        configs,
+        dir,
+        &Default::default(),
+        |c| format!("{} with config {c} (seed {seed})", w.key()),
+    )
 }
 
 /// `pack.N` values: packed whole; read in place with guarded border tiles;

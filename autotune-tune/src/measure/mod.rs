@@ -156,6 +156,9 @@ pub struct Harness {
     /// Holds the inputs and the shared objects.
     pub dir: PathBuf,
     compiler: cc::Tool,
+    /// Where candidates' objects are kept across this harness's batches
+    /// (`dir/objects`), named by the hash of their C.
+    kept: PathBuf,
     /// The runtime's, the reference's and the driver's objects, linked into
     /// every batch.
     objects: Vec<PathBuf>,
@@ -185,7 +188,8 @@ impl Harness {
     /// candidates') and runs it once.
     pub fn new(w: &Workload, isa: Isa, dir: &Path, seed: u64) -> Result<Harness, MeasureError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let compiler = c_compiler()?;
+        let compiler = c_compiler(&[])?;
+        let kept = empty_dir(dir.join("objects"))?;
         let mut reference = header(w);
         reference.push_str(&kernel_c(
             &w.op,
@@ -218,6 +222,7 @@ impl Harness {
             isa,
             dir: dir.to_path_buf(),
             compiler,
+            kept,
             objects,
             reference: Vec::new(),
             compile_timeout: COMPILE_TIMEOUT,
@@ -232,6 +237,28 @@ impl Harness {
             .map_err(|e| MeasureError::Harness(format!("the reference kernel: {e}")))?;
         harness.reference = read_output(&ref_path, w.op.dtype)?;
         Ok(harness)
+    }
+
+    /// This harness, but compiling candidates with GCC's loop if-conversion
+    /// off (`-fno-tree-loop-if-convert`), their objects kept apart: a
+    /// candidate wrong as shipped and right here was miscompiled, not written
+    /// wrong. GCC 12.2 (Debian 12's) vectorises some guarded loops with
+    /// masked loads whose permutation it drops (GCC PR 114375), and a guarded
+    /// pack loop can meet that; the tuner skips such a candidate as any wrong
+    /// one, and the tests tell the two apart with this.
+    #[cfg(feature = "testing")]
+    pub fn without_if_conversion(&self) -> Result<Harness, MeasureError> {
+        Ok(Harness {
+            workload: self.workload.clone(),
+            isa: self.isa,
+            dir: self.dir.clone(),
+            compiler: c_compiler(&["-fno-tree-loop-if-convert"])?,
+            kept: empty_dir(self.dir.join("objects-no-if-conversion"))?,
+            objects: self.objects.clone(),
+            reference: self.reference.clone(),
+            compile_timeout: self.compile_timeout,
+            max_source_bytes: self.max_source_bytes,
+        })
     }
 
     /// Generates and compiles `candidates` into one program in `dir`: one file
@@ -257,9 +284,7 @@ impl Harness {
         dir: &Path,
     ) -> Result<Batch, MeasureError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let kept = self.dir.join("objects");
-        std::fs::create_dir_all(&kept).map_err(io(&kept))?;
-        let object = |name: &str| kept.join(format!("{name}.o"));
+        let object = |name: &str| self.kept.join(format!("{name}.o"));
         let w = &self.workload;
         let mut failed: Vec<Option<(ErrorClass, String)>> = vec![None; candidates.len()];
         // Per candidate, the name of its kernel: the hash of its C, so that
@@ -420,6 +445,16 @@ pub fn build_candidates(
     seed: u64,
 ) -> Result<Batch, MeasureError> {
     Harness::new(w, isa, dir, seed)?.build(candidates, dir)
+}
+
+/// `path`, created empty: objects an earlier run left there may come from
+/// another compiler or other flags.
+fn empty_dir(path: PathBuf) -> Result<PathBuf, MeasureError> {
+    if path.exists() {
+        std::fs::remove_dir_all(&path).map_err(io(&path))?;
+    }
+    std::fs::create_dir_all(&path).map_err(io(&path))?;
+    Ok(path)
 }
 
 /// The head of every C file of a measurement program of `w`.
