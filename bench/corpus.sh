@@ -2,8 +2,11 @@
 # The pre-trained cost model's corpus and its training (issue 16): every
 # workload of bench/corpus.rs tuned with xgb-rank (no transfer; TRIALS trials or
 # TUNE_SECONDS s each, whichever ends first; timed with the threads kernels ship with
-# here), the records kept one log per operator, then `cargo autotune train` on
-# all of them. Rerun it to make a model for another machine or ISA level:
+# here), then MERGE_TRIALS more from the variants of its best config that merge
+# two spatial axes (bench/merge_starts.py: a search guided by a model that has
+# not seen merged configs rarely proposes one, so the corpus would hold few),
+# the records kept one log per operator, then `cargo autotune train` on all of
+# them. Rerun it to make a model for another machine or ISA level:
 #   bash bench/corpus.sh                          # this CPU's best level
 #   AUTOTUNE_TUNE_ISA=avx2 bash bench/corpus.sh   # capped at AVX2
 # Writes the logs to $LOGS (default bench/corpus/<arch>-<isa>/), resuming what
@@ -14,6 +17,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
 TRIALS=${TRIALS:-48}
+MERGE_TRIALS=${MERGE_TRIALS:-16}
 SECONDS_EACH=${TUNE_SECONDS:-30}
 # CARGO_AUTOTUNE=<binary> uses that build of cargo-autotune instead.
 autotune_cli
@@ -31,12 +35,26 @@ src = open(sys.argv[1]).read()
 for attr, name in re.findall(r"#\[tensor_op\((.*?)\)\]\s*pub fn (\w+)", src, re.S):
     print(name, attr.count("specialize("))
 PY
+starts=$(mktemp)
+trap 'rm -f "$starts"' EXIT
+tune() {
+    $AT tune --file "$ROOT/bench/corpus.rs" --op "$op" \
+        --spec "$spec" --tuner xgb-rank --no-transfer --seconds "$SECONDS_EACH" \
+        --log "$LOGS/$op.jsonl" --dir /tmp/autotune-corpus --json "$@"
+}
+report() {
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-40s %4d trials %8.1f GFLOP/s %6.1f s" % (r["workload"], r["trials"], r["best_gflops"] or 0, r["seconds"]))'
+}
 while read -r op n; do
     for ((spec = 0; spec < n; spec++)); do
-        $AT tune --file "$ROOT/bench/corpus.rs" --op "$op" \
-            --spec "$spec" --tuner xgb-rank --no-transfer --trials "$TRIALS" \
-            --seconds "$SECONDS_EACH" --log "$LOGS/$op.jsonl" --dir /tmp/autotune-corpus --json |
-            python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-40s %4d trials %8.1f GFLOP/s %6.1f s" % (r["workload"], r["trials"], r["best_gflops"] or 0, r["seconds"]))'
+        summary=$(tune --trials "$TRIALS")
+        report <<<"$summary"
+        ((MERGE_TRIALS > 0)) || continue
+        python3 "$ROOT/bench/merge_starts.py" "$AT" "$ROOT/bench/corpus.rs" "$op" "$ISA" \
+            <<<"$summary" >"$starts"
+        start=()
+        if [ -s "$starts" ]; then start=(--start "$starts"); fi
+        tune --trials $((TRIALS + MERGE_TRIALS)) "${start[@]}" | report
     done
 done <"$LOGS/workloads.txt"
 # The logs, packed for the commit (bench/results/README.md describes the format).

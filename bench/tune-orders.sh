@@ -24,46 +24,11 @@ WORK=$(mktemp -d /tmp/autotune-orders.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 for threads in ${THREADS:-1 2}; do
     # One start file per entry: op, spec index and file, from the cache and the source.
-    python3 - "$FILE" "$CACHE" "$ISA" "$threads" "$WORK/$threads" "${OPS:-}" "$START" "$AT" <<'PY'
-import os, re, subprocess, sys, tomllib
-src, cache, isa, threads, out, only, start, at = sys.argv[1:9]
-
-def choices(name, workload):
-    """Every knob of the workload's space and its choices, as the space offers them."""
-    text = subprocess.run(at.split() + ["space", "--file", src, "--op", name, "--knobs"],
-                          capture_output=True, text=True, check=True).stdout
-    section = text.split(workload + ":", 1)[1]
-    knobs = {}
-    for line in section.splitlines()[1:]:
-        if not line.startswith("  ") or "=" in line:
-            break
-        knob, *values = line.split()
-        knobs[knob] = values
-    return knobs
-
-def merge_starts(name, workload, config, st):
-    vector = config[f"{st}.vector"]
-    vaxis = re.match(r"[a-z_]+?(?=\d+$)", vector)
-    vaxis = vaxis.group(0) if vaxis and vector != "none" else None
-    vectors = int(config[f"{st}.tile.{vaxis}"]) if vaxis else 1
-    regs = 32 if isa == "avx512" else 16
-    # Accumulators beside a register per vector of weights and a broadcast.
-    longest = max(1, min(16, (regs - vectors - 1) // vectors))
-    knobs = choices(name, workload)
-    lines = []
-    for order in (o for o in knobs[f"{st}.order"] if "*" in o):
-        first, second = re.search(r"(\w+)\*(\w+)", order).groups()
-        if vaxis in (first, second):
-            continue
-        offered = [t for t in knobs[f"{st}.tile.{second}"] if int(t) <= longest]
-        for t in offered[-2:]:
-            c = dict(config)
-            c[f"{st}.order"] = order
-            c[f"{st}.tile.{first}"] = c[f"{st}.block.{first}"] = 1
-            c[f"{st}.tile.{second}"] = t
-            c[f"{st}.block.{second}"] = 1
-            lines.append(c)
-    return lines
+    python3 - "$FILE" "$CACHE" "$ISA" "$threads" "$WORK/$threads" "${OPS:-}" "$START" "$AT" "$ROOT/bench" <<'PY'
+import os, re, sys, tomllib
+src, cache, isa, threads, out, only, start, at, bench = sys.argv[1:10]
+sys.path.insert(0, bench)
+from merge_starts import line, merge_starts, reducing_stages, space_knobs
 
 os.makedirs(out, exist_ok=True)
 text = open(src).read()
@@ -84,12 +49,11 @@ for name, shapes in specs.items():
         if shape not in shapes:
             continue
         config = e["config"]
-        # The stage with a reduction: the one whose knobs split an axis.
-        stages = {k.split(".")[0] for k in config if ".split." in k}
         lines = []
-        for st in sorted(stages):
+        for st in reducing_stages(config):
             if start == "merge":
-                configs = merge_starts(name, e["workload"], config, st)
+                knobs = space_knobs(at, src, name, e["workload"])
+                configs = merge_starts(knobs, config, st, isa)
             else:
                 # (A merged pair, `h*w`, stays one item.)
                 axes = [a for a in re.split("[-/]", config[f"{st}.order"]) if a]
@@ -98,7 +62,7 @@ for name, shapes in specs.items():
                     c = dict(config)
                     c[f"{st}.order"] = "-".join(axes[:i]) + "/" + "-".join(axes[i:])
                     configs.append(c)
-            lines += [" ".join(f"{k}={v}" for k, v in sorted(c.items())) for c in configs]
+            lines += [line(c) for c in configs]
         if lines:
             with open(f"{out}/{name}.{shapes.index(shape)}", "w") as f:
                 f.write("\n".join(lines) + "\n")
