@@ -6,8 +6,10 @@
 # then `cargo build --release -p resnet18` timed with autotune-build's default
 # features (`tune`: the few-shot search over the shipped pre-trained model,
 # without XGBoost) at the default budget. MODEL_SEEN=<file> adds a second cold
-# build with that model (e.g. one trained with the ResNet-18 records too).
-# Then the networks' latency, alternating, in the same run.
+# build with that model (e.g. one trained with the ResNet-18 records too);
+# BEFORE=<commit> adds one with the code (tuner, build helper, model) of that
+# commit, built untimed first so that the timed build compiles no more than the
+# others do. Then the networks' latency, alternating, in the same run.
 # Writes bench/results/resnet18-cold-<time>.log; run on an idle machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,9 +26,16 @@ AUTOTUNE=locked cargo build --release --locked -q -p resnet18 --features autotun
 cp "$CARGO_TARGET_DIR/release/resnet18" "$WORK/resnet18-committed"
 ops=$(grep -o 'pub fn [a-z0-9_]*' examples/resnet18/src/ops.rs | cut -d' ' -f3)
 variants="shipped"
-[ -n "${MODEL_SEEN:-}" ] && variants="shipped seen"
+[ -n "${MODEL_SEEN:-}" ] && variants="$variants seen"
+[ -n "${BEFORE:-}" ] && variants="$variants before"
+head=$(git rev-parse HEAD)
 for v in $variants; do
     git checkout -q -- tuning-cache
+    if [ "$v" = before ]; then
+        git checkout -q "$BEFORE"
+        echo "# before: commit $(git rev-parse --short HEAD)"
+        AUTOTUNE=locked cargo build --release --locked -q -p resnet18 --features autotune-build/tune
+    fi
     for op in $ops; do rm -f "tuning-cache/$op.toml" "tuning-cache/records/$op.jsonl"; done
     model=""
     [ "$v" = seen ] && model=$MODEL_SEEN
@@ -39,6 +48,8 @@ for v in $variants; do
         "$(grep -c 'tuned ' "$WORK/build-$v.log")" \
         "$(grep -o 'few-shot[^:]*: [0-9]* trials' "$WORK/build-$v.log" | grep -o '[0-9]* trials' | awk '{s+=$1} END {print s+0}')"
     cp "$CARGO_TARGET_DIR/release/resnet18" "$WORK/resnet18-$v"
+    git checkout -q -- tuning-cache
+    git checkout -q "$head"
 done
 # Latency, alternating so that drift hits every binary alike.
 for round in 1 2 3; do

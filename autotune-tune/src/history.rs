@@ -46,12 +46,23 @@ pub struct Past {
     pub id: WorkloadId,
     /// Config, throughput (`None`: failed) and features.
     pub trials: Vec<(Config, Option<f64>, Vec<f32>)>,
+    /// The best throughput measured at each kernel thread count (records that
+    /// do not say theirs are left out).
+    pub best_by_threads: BTreeMap<usize, f64>,
 }
 
 impl Past {
     pub fn best(&self) -> f64 {
         self.trials.iter().filter_map(|t| t.1).fold(0.0, f64::max)
     }
+}
+
+/// What a past workload of the same operator reached at a thread count: a
+/// prior for how fast the workload being tuned can be.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reached {
+    pub workload: String,
+    pub gflops: f64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -150,6 +161,13 @@ impl History {
             });
             thin(&mut records, MAX_TRIALS_PER_WORKLOAD);
             records.retain(|r| r.is_current(&workload));
+            let mut best_by_threads = BTreeMap::new();
+            for r in &records {
+                if let (Some(t), Some(g)) = (r.threads, r.gflops) {
+                    let b = best_by_threads.entry(t).or_insert(g);
+                    *b = f64::max(*b, g);
+                }
+            }
             let featurizer = Featurizer::with_source(&workload, set, source);
             let mut cache = described().lock().unwrap_or_else(|e| e.into_inner());
             let trials: Vec<(Config, Option<f64>, Vec<f32>)> = records
@@ -173,6 +191,7 @@ impl History {
                     workload,
                     id,
                     trials,
+                    best_by_threads,
                 });
             }
         }
@@ -232,6 +251,25 @@ impl History {
             data.groups.push(p.trials.len() as u32);
         }
         data
+    }
+
+    /// The best throughput that the nearest past workload of `w`'s operator
+    /// (by [`size_distance`]) reached at `threads`; `None` where no past
+    /// workload of that operator was timed at that thread count.
+    pub fn reached(&self, w: &Workload, threads: usize) -> Option<Reached> {
+        let id = w.id();
+        self.workloads
+            .iter()
+            .filter(|p| (&p.id.op, p.id.fingerprint) == (&id.op, id.fingerprint))
+            .filter_map(|p| {
+                let g = *p.best_by_threads.get(&threads)?;
+                Some((size_distance(p.workload.shapes(), w.shapes()), p, g))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, p, gflops)| Reached {
+                workload: p.workload.key(),
+                gflops,
+            })
     }
 
     /// Configs to start tuning `w` from: the best configs of the most similar

@@ -34,7 +34,7 @@ use rand::{Rng, SeedableRng};
 use autotune_codegen::{Config, Space, Workload};
 
 use crate::features::{FeatureSet, Featurizer};
-use crate::history::History;
+use crate::history::{History, Reached};
 use crate::model::{CostModel, Matrix, ModelError, Objective, TrainingSet};
 use crate::tuner::{random_fresh, GeneticTuner, Tuner};
 
@@ -131,17 +131,22 @@ pub struct ModelTuner {
     progress: (Option<f64>, Option<f64>),
     /// The corpus workload of each config carried to the first batch (few-shot).
     carried: Vec<String>,
+    /// What the nearest past workload of the operator reached (few-shot): the
+    /// search does not stop while its best is under [`FEW_SHOT_PRIOR`] of it.
+    prior: Option<Reached>,
 }
 
 /// What the model, calibrated on the measured trials, expects of the best
 /// unmeasured config, as a share of the measured best's throughput (1.1: 10%
 /// faster); `None` where its scores do not track the measurements.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Outlook {
     pub trials: usize,
     pub expected: Option<f64>,
     /// Whether the search stopped on it.
     pub stopped: bool,
+    /// The measured best and the prior it fell short of, where it did.
+    pub short_of: Option<(f64, Reached)>,
 }
 
 impl ModelTuner {
@@ -180,12 +185,20 @@ impl ModelTuner {
             breeder: None,
             progress: (None, None),
             carried: Vec::new(),
+            prior: None,
         }
     }
 
     /// The model's expectation at the last batch (few-shot).
     pub fn outlook(&self) -> Option<Outlook> {
-        self.outlook
+        self.outlook.clone()
+    }
+
+    /// What a past workload of the operator reached at this thread count
+    /// ([`History::reached`]): a few-shot search does not stop far below it.
+    pub fn with_prior(mut self, prior: Option<Reached>) -> ModelTuner {
+        self.prior = prior;
+        self
     }
 
     /// Configs to measure first and to start chains from; those not in the
@@ -579,7 +592,7 @@ impl Tuner for ModelTuner {
                 from.join(", ")
             ));
         }
-        notes.extend(self.outlook.map(|o| o.to_string()));
+        notes.extend(self.outlook.as_ref().map(|o| o.to_string()));
         notes
     }
 
@@ -655,7 +668,7 @@ impl ModelTuner {
             .as_mut()
             .expect("called with a breeder")
             .propose(space, pool, seen);
-        let tracks = self.outlook.is_some_and(|o| o.expected.is_some());
+        let tracks = self.outlook.as_ref().is_some_and(|o| o.expected.is_some());
         if !tracks {
             return bred.into_iter().take(n).collect();
         }
@@ -696,11 +709,21 @@ impl ModelTuner {
                 None
             }
         };
-        let stopped = stalled && expected.is_some_and(|e| e <= 1.0 + within);
+        // The model's expectation is relative to its own picks, which may all
+        // sit in one poor region: a same-operator workload that reached far
+        // more says so where the calibration cannot.
+        let best = self.progress.1.unwrap_or(0.0);
+        let short_of = self
+            .prior
+            .clone()
+            .filter(|p| best < FEW_SHOT_PRIOR * p.gflops)
+            .map(|p| (best, p));
+        let stopped = stalled && expected.is_some_and(|e| e <= 1.0 + within) && short_of.is_none();
         self.outlook = Some(Outlook {
             trials: self.observed.len(),
             expected,
             stopped,
+            short_of,
         });
         stopped
     }
@@ -726,6 +749,16 @@ impl std::fmt::Display for Outlook {
                 "few-shot: after {} trials the model's scores do not track this workload's measurements, so how far the search is from converged is unknown",
                 self.trials
             ),
+        }?;
+        match &self.short_of {
+            Some((best, p)) => write!(
+                f,
+                "; it did not stop early because its best ({best:.2} GFLOP/s) is under {:.0}% of the {:.2} that {} reached",
+                FEW_SHOT_PRIOR * 100.0,
+                p.gflops,
+                p.workload
+            ),
+            None => Ok(()),
         }
     }
 }
@@ -736,6 +769,14 @@ pub const FEW_SHOT_BATCH: usize = 8;
 /// Share of a pre-trained model's scores a few-shot search is satisfied with:
 /// it stops once the measured best is within 5% of what the model expects.
 pub const FEW_SHOT_WITHIN: f64 = 0.05;
+
+/// Share of what the nearest past workload of the operator reached below
+/// which a few-shot search does not stop early. Low, because smaller shapes
+/// of an operator reach less (ResNet-18's 3×3 conv at 7×7 pixels: 0.73× of
+/// its 14×14 layer); a search far below it has stopped in a poor region (its
+/// 1×1 stride-2 conv at 14×14: 0.53× of the 28×28 one, where longer
+/// searches found 1.2×).
+pub const FEW_SHOT_PRIOR: f64 = 0.6;
 
 /// The few-shot tuner: the pre-trained `global` model (over `set` features)
 /// ranks the space from the first batch; with `refit`, a local XGBoost model

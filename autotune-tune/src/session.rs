@@ -584,7 +584,14 @@ impl TuningSession<'_> {
             _ => None,
         };
         let seeds = [&self.options.incumbents[..], &self.seeds[..]].concat();
-        let mut tuner = spec.build(w, self.options.seed, past.as_ref(), &seeds, pretrained)?;
+        let mut tuner = spec.build(
+            w,
+            self.options.seed,
+            past.as_ref(),
+            &seeds,
+            pretrained,
+            self.options.timing.threads,
+        )?;
         let mirror = self.mirror.as_ref();
         let mut options = self.options.clone();
         if matches!(spec, TunerSpec::FewShot { .. }) {

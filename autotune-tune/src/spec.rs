@@ -81,7 +81,9 @@ impl TunerSpec {
     /// (measured first) and, given a `history` of other workloads, learns from
     /// it (transfer learning) and also starts from the best configs of the most
     /// similar ones. The few-shot tuner needs `pretrained` (the session falls
-    /// back, and says so, where there is none).
+    /// back, and says so, where there is none), and does not stop early far
+    /// below what the history's nearest workload of the operator reached at
+    /// `threads`, the kernel thread count it is timed at.
     pub fn build(
         self,
         w: &Workload,
@@ -89,6 +91,7 @@ impl TunerSpec {
         history: Option<&History>,
         seeds: &[Config],
         pretrained: Option<&Loaded>,
+        threads: usize,
     ) -> Result<Box<dyn Tuner>, ModelError> {
         Ok(match self {
             TunerSpec::FewShot { refit } => {
@@ -107,17 +110,20 @@ impl TunerSpec {
                     .into_iter()
                     .map(|(c, from)| (c, from.to_string()))
                     .collect();
-                Box::new(search::few_shot(
-                    w,
-                    global,
-                    p.set(),
-                    refit,
-                    opts,
-                    seed,
-                    history,
-                    seeds,
-                    &corpus,
-                )?)
+                Box::new(
+                    search::few_shot(
+                        w,
+                        global,
+                        p.set(),
+                        refit,
+                        opts,
+                        seed,
+                        history,
+                        seeds,
+                        &corpus,
+                    )?
+                    .with_prior(history.and_then(|h| h.reached(w, threads))),
+                )
             }
             TunerSpec::Random => Box::new(RandomTuner::new(seed)),
             TunerSpec::Grid => Box::new(GridTuner::default()),
@@ -237,7 +243,7 @@ mod tests {
         .unwrap();
         let w = Workload { op, spec: 0 };
         let err = TunerSpec::FewShot { refit: false }
-            .build(&w, 1, None, &[], None)
+            .build(&w, 1, None, &[], None, 1)
             .err()
             .expect("no model, no few-shot tuner");
         assert!(matches!(err, ModelError::NoPretrained), "{err}");

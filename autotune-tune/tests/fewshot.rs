@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use autotune_codegen::Space;
 use autotune_tune::features::FeatureSet;
+use autotune_tune::history::Reached;
 use autotune_tune::model::{CostModel, Matrix, ModelError, TrainingSet};
 use autotune_tune::search::{self, ModelTuner, SearchOptions, FEW_SHOT_WITHIN};
 use autotune_tune::Tuner;
@@ -41,6 +42,17 @@ impl CostModel for SumOfFeatures {
 /// `truth(score)` of the model's own score, for at most `budget` trials;
 /// returns the trials measured and the tuner.
 fn run(truth: impl Fn(f32) -> f64, budget: usize) -> (usize, ModelTuner) {
+    let (trials, _, t) = run_with(truth, budget, None);
+    (trials, t)
+}
+
+/// [`run`], with what a past workload of the operator reached as a prior;
+/// also returns the best throughput measured.
+fn run_with(
+    truth: impl Fn(f32) -> f64,
+    budget: usize,
+    prior: Option<Reached>,
+) -> (usize, f64, ModelTuner) {
     let w = common::gemm(64, 64, 64);
     let space = Space::new(&w.op, w.shapes());
     let opts = SearchOptions {
@@ -59,9 +71,11 @@ fn run(truth: impl Fn(f32) -> f64, budget: usize) -> (usize, ModelTuner) {
         &[],
         &[],
     )
-    .unwrap();
+    .unwrap()
+    .with_prior(prior);
     let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
     let mut measured = HashSet::new();
+    let mut best = 0.0f64;
     while measured.len() < budget {
         let batch = t.propose(&space, 8.min(budget - measured.len()), &measured);
         if batch.is_empty() {
@@ -75,9 +89,10 @@ fn run(truth: impl Fn(f32) -> f64, budget: usize) -> (usize, ModelTuner) {
             })
             .collect();
         measured.extend(batch);
+        best = results.iter().filter_map(|r| r.1).fold(best, f64::max);
         t.observe(&space, &results);
     }
-    (measured.len(), t)
+    (measured.len(), best, t)
 }
 
 #[test]
@@ -89,6 +104,35 @@ fn a_model_that_knows_the_workload_stops_the_search_early() {
     let notes = t.notes().join("\n");
     assert!(notes.contains("stopped after"), "{notes}");
     assert_eq!(t.name(), "few-shot");
+}
+
+/// The search of the test above, where a past workload of the same operator
+/// reached far more than anything measured here: the model's calibration on
+/// its own picks is not trusted, and the search runs its budget and says why.
+/// A past workload that reached what this one did does not hold it back.
+#[test]
+fn a_search_far_below_what_a_past_workload_reached_does_not_stop() {
+    let truth = |s: f32| f64::from(s).max(0.01);
+    let (_, best, _) = run_with(truth, 64, None);
+    let past = |gflops| {
+        Some(Reached {
+            workload: "gemm[M32 K32 N32]".into(),
+            gflops,
+        })
+    };
+    let (trials, _, t) = run_with(truth, 64, past(best * 1.2));
+    assert!(t.outlook().unwrap().stopped, "{:?}", t.outlook());
+    assert!(trials < 64);
+
+    let (trials, _, t) = run_with(truth, 64, past(best * 10.0));
+    assert_eq!(trials, 64);
+    let outlook = t.outlook().expect("the search judged its progress");
+    assert!(!outlook.stopped, "{outlook:?}");
+    let notes = t.notes().join("\n");
+    assert!(
+        notes.contains("under 60% of the") && notes.contains("gemm[M32 K32 N32]"),
+        "{notes}"
+    );
 }
 
 #[test]

@@ -153,6 +153,7 @@ fn a_model_trained_on_a_history_ranks_its_trials() {
                 id: w.id(),
                 workload: w,
                 trials,
+                best_by_threads: Default::default(),
             });
         }
         let history = History {

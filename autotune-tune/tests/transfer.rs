@@ -85,6 +85,13 @@ fn history_round_trips_and_filters() {
     assert_eq!(data.groups, vec![records.len() as u32]);
     assert!(data.y.iter().all(|y| (0.0..=1.0).contains(y)));
     assert!(data.y.contains(&1.0));
+    // What it reached is a prior for another shape of the operator, at the
+    // thread count it was timed at only, and for no other operator.
+    let threads = common::options(&dir).timing.threads;
+    let reached = h.reached(&gemm(32, 32, 32), threads).unwrap();
+    assert_eq!((reached.workload, reached.gflops), (past.key(), best));
+    assert!(h.reached(&gemm(32, 32, 32), threads + 1).is_none());
+    assert!(h.reached(&gemv(8, 8), threads).is_none());
     // The workload being tuned, other targets and unknown operators are left out.
     let (h, _) = curve_history(&sources, &ops(&[&past]), &here, Some(&p.id));
     assert!(h.is_empty());
