@@ -55,6 +55,12 @@ impl Past {
     pub fn best(&self) -> f64 {
         self.trials.iter().filter_map(|t| t.1).fold(0.0, f64::max)
     }
+
+    /// Whether this is a workload of the operator `id` names (same name and
+    /// definition, any shapes).
+    fn of_operator(&self, id: &WorkloadId) -> bool {
+        (&self.id.op, self.id.fingerprint) == (&id.op, id.fingerprint)
+    }
 }
 
 /// What a past workload of the same operator reached at a thread count: a
@@ -260,7 +266,7 @@ impl History {
         let id = w.id();
         self.workloads
             .iter()
-            .filter(|p| (&p.id.op, p.id.fingerprint) == (&id.op, id.fingerprint))
+            .filter(|p| p.of_operator(&id))
             .filter_map(|p| {
                 let g = *p.best_by_threads.get(&threads)?;
                 Some((size_distance(p.workload.shapes(), w.shapes()), p, g))
@@ -287,9 +293,15 @@ impl History {
             .workloads
             .iter()
             .map(|p| {
-                let same_op = (&p.id.op, p.id.fingerprint) == (&id.op, id.fingerprint);
                 let distance = size_distance(p.workload.shapes(), w.shapes());
-                (if same_op { distance } else { 1e9 + distance }, p)
+                (
+                    if p.of_operator(&id) {
+                        distance
+                    } else {
+                        1e9 + distance
+                    },
+                    p,
+                )
             })
             .collect();
         pasts.sort_by(|a, b| a.0.total_cmp(&b.0));
