@@ -592,7 +592,14 @@ impl Tuner for ModelTuner {
                 from.join(", ")
             ));
         }
-        notes.extend(self.outlook.as_ref().map(|o| o.to_string()));
+        // Judged before the last batch was proposed; the note counts every trial.
+        notes.extend(self.outlook.as_ref().map(|o| {
+            Outlook {
+                trials: self.observed.len(),
+                ..o.clone()
+            }
+            .to_string()
+        }));
         notes
     }
 

@@ -146,6 +146,8 @@ fn a_model_whose_scores_do_not_track_the_measurements_runs_its_budget() {
     );
     let notes = t.notes().join("\n");
     assert!(notes.contains("do not track"), "{notes}");
+    // The note counts every trial, not those before the last judgement.
+    assert!(notes.contains("after 32 trials"), "{notes}");
 }
 
 /// Configs carried from a model's corpus are measured in the first batch and
