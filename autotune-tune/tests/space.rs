@@ -718,3 +718,55 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
     // (The walk sees the border tiles' tests: it would see any other.)
     assert!(found.0 > 0, "no border tile tested a read");
 }
+
+/// A generic kernel whose config packs an operand per block copies a whole
+/// block (zeroed past the tensor) however small the call: its dispatcher must
+/// weigh those copies against the call's work, so that a call smaller than a
+/// block runs the default schedule (7×82×4 had run 6× slower than it through
+/// a 511 × 64 block of B).
+#[test]
+fn the_dispatcher_weighs_per_block_copies() {
+    let w = common::gemm(127, 255, 511);
+    let config: Config = "output.block.i=8 output.block.j=2 output.order=/i-j output.pack.0=0 \
+                          output.pack.1=3 output.parallel=0 output.split.k=511 output.tile.i=16 \
+                          output.tile.j=2 output.unroll=2 output.vector=j16"
+        .parse()
+        .unwrap();
+    let c = autotune_codegen::generic_c(
+        &w.op,
+        &[autotune_codegen::GenericSchedule {
+            at: w.op.specializations[0].clone(),
+            config,
+        }],
+        &[autotune_codegen::Isa::Avx512],
+        autotune_codegen::Isa::Avx512,
+        "mm".to_string(),
+        measure::RUNTIME_PREFIX.to_string(),
+    )
+    .unwrap();
+    // The block's stack array, and the dispatcher's weight of its kernel.
+    let block: i64 = c
+        .lines()
+        .find_map(|l| {
+            let l = l.trim();
+            let size = l
+                .strip_prefix("float ")?
+                .split_once('[')?
+                .1
+                .split_once(']')?
+                .0;
+            l.contains("__attribute__((aligned(64)))")
+                .then(|| size.parse().ok())
+                .flatten()
+        })
+        .expect("a per-block pack's array");
+    assert!(block >= 511 * 64, "{block}");
+    let case = c
+        .lines()
+        .find(|l| l.trim_start().starts_with("case 0: if ("))
+        .expect("the dispatcher's case of the tiled kernel");
+    assert!(
+        case.contains(&format!("{block}")),
+        "the dispatcher does not weigh the {block}-element block copy: {case}"
+    );
+}

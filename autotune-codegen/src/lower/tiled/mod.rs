@@ -110,10 +110,10 @@ pub(crate) fn lower_stage(
             in_place,
         };
         let before = scratch.len();
-        let nest = tiled_nest(
+        let (nest, block_fill) = tiled_nest(
             &operands, plan, reduction, consumer, tag, scratch, constants,
         );
-        let filled = Scratch::total(&scratch[before..]);
+        let filled = Scratch::total(&scratch[before..]).plus(IExpr::Const(block_fill));
         (nest, filled)
     };
     if t.known() {
@@ -214,8 +214,11 @@ fn sites_of<'e>(
 }
 
 /// The tiled nest of one stage with `operands`' decisions: copies, then the
-/// loops around the register tile. `tag` tells this nest's copies apart from
-/// another variant's. With `constants`, the copies of constant inputs go there.
+/// loops around the register tile; and the elements its per-block copies
+/// store at least once a call (a block each, zeroed past the tensor: what a
+/// small call of the generic kernel pays for them). `tag` tells this nest's
+/// copies apart from another variant's. With `constants`, the copies of
+/// constant inputs go there.
 fn tiled_nest(
     operands: &Operands,
     plan: &StagePlan,
@@ -224,7 +227,7 @@ fn tiled_nest(
     tag: &str,
     scratch: &mut Vec<Scratch>,
     mut constants: Option<&mut Vec<ConstantCopies>>,
-) -> Vec<Stmt> {
+) -> (Vec<Stmt>, i64) {
     let (op, s, t) = (operands.op, operands.stage, operands.t);
     let stage = &op.stages[s];
     let mut out = Vec::new();
@@ -259,8 +262,9 @@ fn tiled_nest(
         &order,
     )
     .lower(reduction, plan.unroll);
+    let block_fill = block.iter().map(|b| b.elems).sum();
     out.extend(nest::nest(stage, t, &order, plan, block, micro));
-    out
+    (out, block_fill)
 }
 
 /// Moves the copies `load` just made (the buffers from `scratch[buffers..]`,

@@ -44,6 +44,9 @@ pub(super) enum Source {
 pub(super) struct BlockCopy {
     pub axes: Vec<AxisId>,
     pub code: Vec<Stmt>,
+    /// The elements each run of the copy stores: the whole block, whatever
+    /// part of it the call's sizes reach (the rest is zeroed).
+    pub elems: i64,
 }
 
 /// The loop level a dimension of a packed copy follows.
@@ -484,12 +487,14 @@ impl Operands<'_> {
             unguarded(value.clone()),
         )];
         let tested = vec![store_or_zero(&buf, store_idx, conds, value)];
+        let elems = known(&product(&pdims));
         block.push(BlockCopy {
             axes: spans.keys().copied().collect(),
+            elems,
             code: vec![
                 Stmt::Array {
                     name: buf.clone(),
-                    elems: known(&product(&pdims)),
+                    elems,
                 },
                 Stmt::Comment(format!(
                     "pack {} for this block in tile order",
