@@ -178,3 +178,85 @@ fn a_kernel_with_configs_of_several_cpus_and_thread_counts_dispatches_on_them() 
     let out = run_c(&dir, &sources);
     assert_eq!(out.trim(), "correct");
 }
+
+/// The generic kernel's dispatcher runs the nearest bucket whose buffers a
+/// call outweighs, before the default schedule: a call too small for the
+/// nearest bucket's packs runs a farther bucket (9×66×44 had run the scalar
+/// default beside six tiled kernels).
+#[test]
+fn a_call_too_small_for_the_nearest_buckets_packs_runs_a_farther_one() {
+    use autotune_codegen::emit::{self, Bucket};
+    use autotune_codegen::loopnest::IExpr;
+    let item: syn::ItemFn = syn::parse_str(
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+    .unwrap();
+    let op = autotune_lang::parse_operator(proc_macro2::TokenStream::new(), &item).unwrap();
+    let rt = "rt";
+    let naive = autotune_codegen::lower::lower(
+        &op,
+        Variant::Generic,
+        None,
+        "mm__naive".to_string(),
+        rt.to_string(),
+    );
+    let naive_c = emit::kernel_c(&naive, &[Isa::Baseline]);
+    // Stub kernels with the naive one's signature, each returning its number.
+    let head = naive_c
+        .lines()
+        .find(|l| l.starts_with("int32_t mm__naive("))
+        .unwrap();
+    let stub = |i: usize| {
+        head.replace("mm__naive(", &format!("t{i}(")) + &format!(" return {}; }}\n", 10 + i)
+    };
+    // Bucket 0 is nearest to a 16³ call, and packs 1000 M elements.
+    let bucket = |i: usize, at: i64, setup: IExpr| Bucket {
+        anchor: ["M", "K", "N"].map(|v| (v.to_string(), at)).to_vec(),
+        setup,
+        kernel: format!("t{i}"),
+        range: None,
+    };
+    let per_row = IExpr::Mul(Box::new(IExpr::var("M")), Box::new(IExpr::Const(1000)));
+    let buckets = [
+        bucket(0, 16, per_row),
+        bucket(1, 1024, IExpr::Const(0)),
+        bucket(2, 2048, IExpr::Const(0)),
+    ];
+    let work = IExpr::Mul(
+        Box::new(IExpr::Mul(
+            Box::new(IExpr::var("M")),
+            Box::new(IExpr::var("N")),
+        )),
+        Box::new(IExpr::var("K")),
+    );
+    let dispatcher = emit::generic_dispatcher(&naive, "mm", &work, &buckets, None);
+    let header = emit::file_header("a test", naive.dtype, rt);
+    let c = format!(
+        "{header}{naive_c}{}{}{}{dispatcher}",
+        stub(0),
+        stub(1),
+        stub(2)
+    );
+    let proto = dispatcher
+        .lines()
+        .find(|l| l.starts_with("int32_t mm("))
+        .unwrap()
+        .trim_end_matches(" {");
+    let main = format!(
+        "#include <stdio.h>\n#include <stdint.h>\n\
+         {proto};\n\
+         static float a[64 * 64], b[64 * 64], x[64 * 64];\n\
+         int main(void) {{\n\
+           for (int n = 4; n <= 64; n *= 4) printf(\"%d \", mm(a, b, x, n, n, n));\n\
+           return 0;\n}}\n"
+    );
+    let dir = scratch("generic");
+    let mut sources = runtime(rt);
+    sources.push(("mm.c", c));
+    sources.push(("main.c", main));
+    // 4³: below any tiled kernel (the default, 0); 16³: bucket 0's 16,000
+    // elements outweigh its 4,096 iterations, so the next nearest; 64³: bucket 0.
+    assert_eq!(run_c(&dir, &sources).trim(), "0 11 10");
+}

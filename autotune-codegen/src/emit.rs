@@ -129,9 +129,11 @@ pub const SMALL_CALL: i64 = 512;
 /// The generic kernel `symbol`, with `naive`'s signature: the first bucket
 /// whose range holds the call's sizes, else the one whose anchor is nearest
 /// them (in half-octaves, summed over the variables; the first on a tie),
-/// unless the call is small, its buffers (`setup`) outweigh the call's
-/// `work`, or the CPU is below `min_isa` (the level the buckets are compiled
-/// for): then `naive`.
+/// of those whose buffers (`setup`) do not outweigh the call's `work`; `naive`
+/// when none does, when the call is small, or when the CPU is below `min_isa`
+/// (the level the buckets are compiled for). (A call too small for the
+/// nearest bucket's packs still runs a tiled kernel when a farther one's are
+/// small enough: 9×66×44 had run the scalar default beside six tiled kernels.)
 pub fn generic_dispatcher(
     naive: &Kernel,
     symbol: &str,
@@ -172,7 +174,11 @@ pub fn generic_dispatcher(
             false => format!("{lo} <= {v} && {v} <= {hi}"),
         });
         let cond = join_or(conds, " && ", "1");
-        let _ = writeln!(s, "  if (best__ < 0 && {cond}) best__ = {i};");
+        let setup = iexpr(&b.setup);
+        let _ = writeln!(
+            s,
+            "  if (best__ < 0 && {cond} && {setup} < work__) best__ = {i};"
+        );
     }
     s.push_str("  if (best__ < 0) {\n    int64_t dist__ = INT64_MAX;\n");
     for v in &vars {
@@ -184,16 +190,16 @@ pub fn generic_dispatcher(
             .iter()
             .map(|(v, a)| format!("llabs(h__{v} - {})", half_octave(*a)));
         let d = join_or(terms, " + ", "0");
-        let _ = writeln!(s, "    if ({d} < dist__) {{ dist__ = {d}; best__ = {i}; }}");
+        // The distance first: the setup is only weighed for a nearer bucket.
+        let _ = writeln!(
+            s,
+            "    if ({d} < dist__ && {} < work__) {{ dist__ = {d}; best__ = {i}; }}",
+            iexpr(&b.setup)
+        );
     }
     s.push_str("  }\n  switch (best__) {\n");
     for (i, b) in buckets.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "    case {i}: if ({} < work__) return {}({args}); break;",
-            iexpr(&b.setup),
-            b.kernel
-        );
+        let _ = writeln!(s, "    case {i}: return {}({args});", b.kernel);
     }
     s.push_str("  }\n");
     let _ = writeln!(s, "  return {}({args});\n}}", naive.symbol);

@@ -476,11 +476,35 @@ impl Operands<'_> {
         };
         let mut walk: Vec<usize> = (0..layout.len()).collect();
         walk.sort_by_key(|&i| (outermost_dim(layout[i].0), layout[i].1 == Level::Reg));
-        let nest = |body: Vec<Stmt>| {
+        let nest = |dims: &[IExpr], body: Vec<Stmt>| {
             walk.iter().rev().fold(body, |body, &i| {
-                vec![Stmt::serial(&vars[i], pdims[i].clone(), body)]
+                vec![Stmt::serial(&vars[i], dims[i].clone(), body)]
             })
         };
+        // In the generic kernel a border block fills only what its register
+        // tiles read: the reduction's rows up to its extent, and the tiles that
+        // start inside the domain. (A small call's block lies mostly past
+        // both: at K = 14 a 511-row block zeroed 497 rows, 8× the call's work.)
+        let generic = !self.t.known();
+        let filled: Vec<IExpr> = layout
+            .iter()
+            .zip(&pdims)
+            .map(|(&(a, level, _), dim)| {
+                let left = || {
+                    let first = spans[&a].0.clone();
+                    self.t.extent(a).plus(first.times(IExpr::Const(-1)))
+                };
+                match level {
+                    Level::ReduceInner if generic => dim.clone().min(left()),
+                    Level::Block if generic => dim.clone().min(
+                        left()
+                            .plus(IExpr::Const(t.tile[a] - 1))
+                            .floor_div(t.tile[a]),
+                    ),
+                    _ => dim.clone(),
+                }
+            })
+            .collect();
         let plain = vec![Stmt::store(
             &buf,
             store_idx.clone(),
@@ -502,8 +526,8 @@ impl Operands<'_> {
                 )),
                 Stmt::If {
                     conds: inside,
-                    then: nest(plain),
-                    otherwise: nest(tested),
+                    then: nest(&pdims, plain),
+                    otherwise: nest(&filled, tested),
                 },
             ],
         });
