@@ -2,7 +2,7 @@
 //! shape parameters in the generic kernel. Both schedules read sizes only
 //! through here, so one lowering serves both kinds of kernel.
 
-use autotune_lang::ir::{Extent, Operator, ShapeVarId, TensorRef};
+use autotune_lang::ir::{Extent, Operator, ShapeExpr, ShapeVarId, ShapeVarKind, TensorRef};
 
 use super::names::c_ident;
 use crate::loopnest::IExpr;
@@ -22,7 +22,14 @@ impl<'a> Dims<'a> {
     pub fn shape_value(&self, v: ShapeVarId) -> IExpr {
         match self.values {
             Some(values) => IExpr::Const(values[v]),
-            None => IExpr::Var(c_ident(&self.op.shape_vars[v].name)),
+            None => match &self.op.shape_vars[v].kind {
+                // A size the attribute fixes (`R = 3`) is a constant in the
+                // generic kernel too: as a variable it reached the inner loops'
+                // bounds and indices (a generic 3×3 conv ran at 0.6× its
+                // specialisation at the same shapes and config).
+                ShapeVarKind::Derived(ShapeExpr::Const(c)) => IExpr::Const(*c),
+                _ => IExpr::Var(c_ident(&self.op.shape_vars[v].name)),
+            },
         }
     }
 
