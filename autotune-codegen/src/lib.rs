@@ -266,14 +266,9 @@ pub fn generic_c(
     let mut helpers = false;
     for (i, g) in schedules.iter().enumerate() {
         let at = &g.at.values;
-        let plan = plan(
-            op,
-            &Space::new(op, at),
-            Variant::Generic,
-            at,
-            Some(&g.config),
-            tiled,
-        )?;
+        let space = Space::new(op, at);
+        let mut plan = plan(op, &space, Variant::Generic, at, Some(&g.config), tiled)?;
+        stretch_whole_reductions(&space, &mut plan);
         let mut kernel = lower(Some(&plan), format!("{symbol}__t{i}"));
         // Its calls at odd and small shapes pad-copy: scratch kept per thread.
         kernel.keeps_scratch = !kernel.scratch.is_empty();
@@ -309,6 +304,33 @@ pub fn generic_c(
         &naive, &symbol, &work, &buckets, min_isa,
     ));
     Ok(c)
+}
+
+/// In a generic kernel, a reduction that its config runs whole at the anchor
+/// stays whole up to twice the anchor's extent, instead of splitting a few
+/// steps off into a second block: a conv tuned at C = 64, called at C = 68,
+/// ran a second block of 4 channels whose accumulators reloaded lane by lane
+/// from the NCHW output, a third of the call. Not under per-block packs,
+/// whose arrays the split sizes.
+fn stretch_whole_reductions(space: &Space, plan: &mut [space::StageSchedule]) {
+    for (kind, schedule) in space.stages.iter().zip(plan.iter_mut()) {
+        let (space::StageKind::Tiled(info) | space::StageKind::FusibleInto { own: info, .. }) =
+            kind
+        else {
+            continue;
+        };
+        let space::StageSchedule::Tiled(p) = schedule else {
+            continue;
+        };
+        if p.reads.contains(&space::Read::PackBlock) {
+            continue;
+        }
+        for (split, &whole) in p.split.iter_mut().zip(&info.reduce_extents) {
+            if *split >= whole {
+                *split = 2 * whole;
+            }
+        }
+    }
 }
 
 /// `variant` of `op` with `config` lowered for each level of `isas`, its

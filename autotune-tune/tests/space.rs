@@ -757,6 +757,43 @@ fn sizes_the_attribute_fixes_are_constants_in_the_generic_kernel() {
     }
 }
 
+/// A reduction a config runs whole at its anchor runs whole in the generic
+/// kernel up to twice the anchor's extent: a conv tuned at C = 64 and called at
+/// C = 68 had run a second block of 4 channels (68,64,226: 71 GFLOP/s, 101 since).
+#[test]
+fn a_reduction_run_whole_at_the_anchor_is_not_split_just_above_it() {
+    let w = common::workload(
+        "R = 3, S = 3, specialize(C = 16, H = 8, W = 8, K = 16)",
+        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+            compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
+        }",
+    );
+    let at = &w.op.specializations[0].values;
+    let config = Space::new(&w.op, at).default_config(&w.op, at);
+    assert_eq!(
+        config.get("output.split.c"),
+        Some(&Value::Int(16)),
+        "{config}"
+    );
+    let c = autotune_codegen::generic_c(
+        &w.op,
+        &[autotune_codegen::GenericSchedule {
+            at: w.op.specializations[0].clone(),
+            config,
+        }],
+        &[autotune_codegen::Isa::Avx512],
+        autotune_codegen::Isa::Avx512,
+        "conv".to_string(),
+        measure::RUNTIME_PREFIX.to_string(),
+    )
+    .unwrap();
+    let stage = c
+        .lines()
+        .find(|l| l.contains("/* stage output: tiled"))
+        .expect("the tiled stage's comment");
+    assert!(stage.contains("split c=32;"), "{stage}");
+}
+
 /// A generic kernel's border block copies only the rows of the reduction the
 /// call has: at K = 14 the 511-row block of the 127×255×511 entry had zeroed
 /// 497 rows per block, and ran 14×359×14 at 7.9 GFLOP/s against 55 since.
