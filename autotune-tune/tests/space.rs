@@ -719,31 +719,45 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
     assert!(found.0 > 0, "no border tile tested a read");
 }
 
+/// The generic kernel of `w` with one schedule, `config` at its first
+/// specialisation's shapes, for AVX-512.
+fn generic_at_anchor(w: &Workload, config: Config) -> String {
+    autotune_codegen::generic_c(
+        &w.op,
+        &[autotune_codegen::GenericSchedule {
+            at: w.op.specializations[0].clone(),
+            config,
+        }],
+        &[autotune_codegen::Isa::Avx512],
+        autotune_codegen::Isa::Avx512,
+        "k".to_string(),
+        measure::RUNTIME_PREFIX.to_string(),
+    )
+    .unwrap()
+}
+
+/// A 3×3 conv (`R = 3, S = 3` fixed by the attribute) specialised at C = K = 16.
+fn conv3x3_16() -> Workload {
+    common::workload(
+        "R = 3, S = 3, specialize(C = 16, H = 8, W = 8, K = 16)",
+        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+            compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
+        }",
+    )
+}
+
 /// A size the attribute fixes (`R = 3`) is a constant in the generic kernel's
 /// loops, as in a specialisation's: as a run-time variable it reached the
 /// reduction's bounds and indices, and the generic 3×3 conv ran at 0.6× its
 /// specialisation at the same shapes and config.
 #[test]
 fn sizes_the_attribute_fixes_are_constants_in_the_generic_kernel() {
-    let w = common::workload(
-        "R = 3, S = 3, specialize(C = 16, H = 8, W = 8, K = 16)",
-        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
-            compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
-        }",
-    );
+    let w = conv3x3_16();
     let space = Space::new(&w.op, &w.op.specializations[0].values);
-    let c = autotune_codegen::generic_c(
-        &w.op,
-        &[autotune_codegen::GenericSchedule {
-            at: w.op.specializations[0].clone(),
-            config: space.default_config(&w.op, &w.op.specializations[0].values),
-        }],
-        &[autotune_codegen::Isa::Avx512],
-        autotune_codegen::Isa::Avx512,
-        "conv".to_string(),
-        measure::RUNTIME_PREFIX.to_string(),
-    )
-    .unwrap();
+    let c = generic_at_anchor(
+        &w,
+        space.default_config(&w.op, &w.op.specializations[0].values),
+    );
     let loops: Vec<&str> = c
         .lines()
         .map(str::trim)
@@ -762,12 +776,7 @@ fn sizes_the_attribute_fixes_are_constants_in_the_generic_kernel() {
 /// C = 68 had run a second block of 4 channels (68,64,226: 71 GFLOP/s, 101 since).
 #[test]
 fn a_reduction_run_whole_at_the_anchor_is_not_split_just_above_it() {
-    let w = common::workload(
-        "R = 3, S = 3, specialize(C = 16, H = 8, W = 8, K = 16)",
-        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
-            compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
-        }",
-    );
+    let w = conv3x3_16();
     let at = &w.op.specializations[0].values;
     let config = Space::new(&w.op, at).default_config(&w.op, at);
     assert_eq!(
@@ -775,18 +784,7 @@ fn a_reduction_run_whole_at_the_anchor_is_not_split_just_above_it() {
         Some(&Value::Int(16)),
         "{config}"
     );
-    let c = autotune_codegen::generic_c(
-        &w.op,
-        &[autotune_codegen::GenericSchedule {
-            at: w.op.specializations[0].clone(),
-            config,
-        }],
-        &[autotune_codegen::Isa::Avx512],
-        autotune_codegen::Isa::Avx512,
-        "conv".to_string(),
-        measure::RUNTIME_PREFIX.to_string(),
-    )
-    .unwrap();
+    let c = generic_at_anchor(&w, config);
     let stage = c
         .lines()
         .find(|l| l.contains("/* stage output: tiled"))
@@ -794,29 +792,19 @@ fn a_reduction_run_whole_at_the_anchor_is_not_split_just_above_it() {
     assert!(stage.contains("split c=32;"), "{stage}");
 }
 
+/// A config of GEMM 127×255×511 that packs B per block (511 × 64), as its
+/// 1-thread entry on the Intel Xeon does.
+const PACKED_PER_BLOCK_127: &str = "output.block.i=8 output.block.j=2 output.order=/i-j \
+    output.pack.0=0 output.pack.1=3 output.parallel=0 output.split.k=511 output.tile.i=16 \
+    output.tile.j=2 output.unroll=2 output.vector=j16";
+
 /// A generic kernel's border block copies only the rows of the reduction the
 /// call has: at K = 14 the 511-row block of the 127×255×511 entry had zeroed
 /// 497 rows per block, and ran 14×359×14 at 7.9 GFLOP/s against 55 since.
 #[test]
 fn a_border_block_copies_only_the_rows_the_call_has() {
     let w = common::gemm(127, 255, 511);
-    let config: Config = "output.block.i=8 output.block.j=2 output.order=/i-j output.pack.0=0 \
-                          output.pack.1=3 output.parallel=0 output.split.k=511 output.tile.i=16 \
-                          output.tile.j=2 output.unroll=2 output.vector=j16"
-        .parse()
-        .unwrap();
-    let c = autotune_codegen::generic_c(
-        &w.op,
-        &[autotune_codegen::GenericSchedule {
-            at: w.op.specializations[0].clone(),
-            config,
-        }],
-        &[autotune_codegen::Isa::Avx512],
-        autotune_codegen::Isa::Avx512,
-        "mm".to_string(),
-        measure::RUNTIME_PREFIX.to_string(),
-    )
-    .unwrap();
+    let c = generic_at_anchor(&w, PACKED_PER_BLOCK_127.parse().unwrap());
     let lines: Vec<&str> = c.lines().map(str::trim).collect();
     let pack = lines
         .iter()
@@ -836,31 +824,15 @@ fn a_border_block_copies_only_the_rows_the_call_has() {
     );
 }
 
-/// A generic kernel whose config packs an operand per block copies a whole
-/// block (zeroed past the tensor) however small the call: its dispatcher must
-/// weigh those copies against the call's work, so that a call smaller than a
-/// block runs the default schedule (7×82×4 had run 6× slower than it through
-/// a 511 × 64 block of B).
+/// A generic kernel whose config packs an operand per block keeps a whole
+/// block's array: its dispatcher weighs those copies, at a whole block each,
+/// against the call's work, so that a call smaller than a block runs another
+/// kernel (7×82×4 had run 6× slower than the default schedule through a
+/// 511 × 64 block of B).
 #[test]
 fn the_dispatcher_weighs_per_block_copies() {
     let w = common::gemm(127, 255, 511);
-    let config: Config = "output.block.i=8 output.block.j=2 output.order=/i-j output.pack.0=0 \
-                          output.pack.1=3 output.parallel=0 output.split.k=511 output.tile.i=16 \
-                          output.tile.j=2 output.unroll=2 output.vector=j16"
-        .parse()
-        .unwrap();
-    let c = autotune_codegen::generic_c(
-        &w.op,
-        &[autotune_codegen::GenericSchedule {
-            at: w.op.specializations[0].clone(),
-            config,
-        }],
-        &[autotune_codegen::Isa::Avx512],
-        autotune_codegen::Isa::Avx512,
-        "mm".to_string(),
-        measure::RUNTIME_PREFIX.to_string(),
-    )
-    .unwrap();
+    let c = generic_at_anchor(&w, PACKED_PER_BLOCK_127.parse().unwrap());
     // The block's stack array, and the dispatcher's weight of its kernel.
     let block: i64 = c
         .lines()
