@@ -49,6 +49,17 @@ fn run_c(dir: &Path, sources: &[(&str, String)]) -> String {
     String::from_utf8(run.stdout).unwrap()
 }
 
+/// A matrix product `mm` with the attribute `attr`.
+fn mm(attr: &str) -> autotune_lang::Operator {
+    let item: syn::ItemFn = syn::parse_str(
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+    .unwrap();
+    autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap()
+}
+
 fn runtime(prefix: &str) -> Vec<(&'static str, String)> {
     RUNTIME_C
         .iter()
@@ -81,15 +92,7 @@ fn a_kernel_with_configs_of_several_cpus_and_thread_counts_dispatches_on_them() 
     let Some(here) = CpuId::detect() else {
         return;
     };
-    let item: syn::ItemFn = syn::parse_str(
-        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }",
-    )
-    .unwrap();
-    let op =
-        autotune_lang::parse_operator("specialize(M = 5, N = 7, K = 3)".parse().unwrap(), &item)
-            .unwrap();
+    let op = mm("specialize(M = 5, N = 7, K = 3)");
     let space = Space::new(&op, &op.specializations[0].values);
     let config = |i: u128| space.config_at(i);
     let elsewhere = CpuId {
@@ -187,13 +190,7 @@ fn a_kernel_with_configs_of_several_cpus_and_thread_counts_dispatches_on_them() 
 fn a_call_too_small_for_the_nearest_buckets_packs_runs_a_farther_one() {
     use autotune_codegen::emit::{self, Bucket};
     use autotune_codegen::loopnest::IExpr;
-    let item: syn::ItemFn = syn::parse_str(
-        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }",
-    )
-    .unwrap();
-    let op = autotune_lang::parse_operator(proc_macro2::TokenStream::new(), &item).unwrap();
+    let op = mm("");
     let rt = "rt";
     let naive = autotune_codegen::lower::lower(
         &op,

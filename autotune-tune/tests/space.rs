@@ -815,13 +815,33 @@ fn a_border_block_copies_only_the_rows_the_call_has() {
             .iter()
             .position(|l| *l == "} else {")
             .expect("the border block's copy");
-    // Its loops: over k, then the block's tiles of j, then a tile's lanes.
+    // Its loops: over k, then the block's tiles of j, then a tile's lanes,
+    // each bounded as the register tile's own loops over them are.
     let (k, tiles) = (lines[border + 1], lines[border + 2]);
+    // The bound of `for (init; var < bound; step) {`.
+    let bound = |l: &str| -> String {
+        let cond = l.split("; ").nth(1).unwrap_or_else(|| panic!("{l}"));
+        cond.split_once(" < ")
+            .unwrap_or_else(|| panic!("{l}"))
+            .1
+            .to_string()
+    };
     assert!(k.starts_with("for (") && k.contains("K - k0__"), "{k}");
-    assert!(
-        tiles.starts_with("for (") && tiles.contains("N - o__"),
-        "{tiles}"
+    let reduction = bound(
+        lines
+            .iter()
+            .find(|l| l.starts_with("for (int64_t ri__k = (") && l.ends_with("++ri__k) {"))
+            .expect("the register tile's last steps over k"),
     );
+    assert_eq!(bound(k), reduction);
+    let tile_loop = bound(
+        lines
+            .iter()
+            .find(|l| l.starts_with("for (int64_t b__j = 0;"))
+            .expect("the register tiles' loop over j"),
+    );
+    assert!(tiles.starts_with("for ("), "{tiles}");
+    assert_eq!(bound(tiles), tile_loop);
 }
 
 /// A generic kernel whose config packs an operand per block keeps a whole

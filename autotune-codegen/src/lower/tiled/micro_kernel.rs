@@ -299,16 +299,10 @@ impl<'a> MicroKernel<'a> {
     }
 
     /// The trip count of the inner loop of reduction axis `r` in the current
-    /// block (the last block may be shorter).
+    /// block ([`Tiling::inner_bound`]).
     fn inner_bound(&self, r: &ReduceAxis) -> IExpr {
-        if r.extent.as_const().is_some_and(|e| e % r.inner == 0) {
-            IExpr::Const(r.inner)
-        } else {
-            r.extent
-                .clone()
-                .plus(IExpr::var(&tile_var("k0", self.stage(), r.axis)).times(IExpr::Const(-1)))
-                .min(IExpr::Const(r.inner))
-        }
+        self.t()
+            .inner_bound(r, &tile_var("k0", self.stage(), r.axis))
     }
 
     /// One iteration of the innermost reduction loop: the origin indices of

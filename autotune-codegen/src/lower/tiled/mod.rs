@@ -214,11 +214,11 @@ fn sites_of<'e>(
 }
 
 /// The tiled nest of one stage with `operands`' decisions: copies, then the
-/// loops around the register tile; and the elements its per-block copies
-/// store at least once a call (a block each, zeroed past the tensor: what a
-/// small call of the generic kernel pays for them). `tag` tells this nest's
-/// copies apart from another variant's. With `constants`, the copies of
-/// constant inputs go there.
+/// loops around the register tile; and the elements of its per-block copies'
+/// arrays (a block each: what the generic kernel's dispatcher weighs them at,
+/// though a border block fills only what its tiles read). `tag` tells this
+/// nest's copies apart from another variant's. With `constants`, the copies
+/// of constant inputs go there.
 fn tiled_nest(
     operands: &Operands,
     plan: &StagePlan,

@@ -123,7 +123,7 @@ impl Nest<'_> {
             body = vec![Stmt::For {
                 var: self.var("b", a),
                 start: IExpr::Const(0),
-                end: self.tiles_in_block(a),
+                end: t.tiles_in_block(a, &self.var("o", a)),
                 step: 1,
                 kind: LoopKind::Serial,
                 body,
@@ -154,25 +154,6 @@ impl Nest<'_> {
             });
         }
         out
-    }
-
-    /// The number of register tiles in the current block along axis `a`.
-    fn tiles_in_block(&self, a: usize) -> IExpr {
-        let t = self.t;
-        if t.ext[a]
-            .as_const()
-            .is_some_and(|e| e % t.block_size(a) == 0)
-        {
-            IExpr::Const(t.block[a])
-        } else {
-            // The last block holds fewer tiles.
-            t.ext[a]
-                .clone()
-                .plus(IExpr::Const(t.tile[a] - 1))
-                .plus(IExpr::var(&self.var("o", a)).times(IExpr::Const(-t.block_size(a))))
-                .floor_div(t.tile[a])
-                .min(IExpr::Const(t.block[a]))
-        }
     }
 
     /// The outer reduction blocks, each binding its first index `k0__`.

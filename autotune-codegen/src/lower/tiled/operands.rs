@@ -482,27 +482,19 @@ impl Operands<'_> {
             })
         };
         // In the generic kernel a border block fills only what its register
-        // tiles read: the reduction's rows up to its extent, and the tiles that
-        // start inside the domain. (A small call's block lies mostly past
-        // both: at K = 14 a 511-row block zeroed 497 rows, 8× the call's work.)
-        let generic = !self.t.known();
+        // tiles read: the loops' own bounds over the reduction's rows and the
+        // block's tiles. (A small call's block lies mostly past both: at
+        // K = 14 a 511-row block zeroed 497 rows, 8× the call's work.)
+        let generic = !t.known();
         let filled: Vec<IExpr> = layout
             .iter()
             .zip(&pdims)
-            .map(|(&(a, level, _), dim)| {
-                let left = || {
-                    let first = spans[&a].0.clone();
-                    self.t.extent(a).plus(first.times(IExpr::Const(-1)))
-                };
-                match level {
-                    Level::ReduceInner if generic => dim.clone().min(left()),
-                    Level::Block if generic => dim.clone().min(
-                        left()
-                            .plus(IExpr::Const(t.tile[a] - 1))
-                            .floor_div(t.tile[a]),
-                    ),
-                    _ => dim.clone(),
-                }
+            .map(|(&(a, level, _), dim)| match level {
+                Level::ReduceInner if generic => t
+                    .reduce_axis(a)
+                    .map_or(dim.clone(), |r| t.inner_bound(r, &tile_var("k0", stage, a))),
+                Level::Block if generic => t.tiles_in_block(a, &tile_var("o", stage, a)),
+                _ => dim.clone(),
             })
             .collect();
         let plain = vec![Stmt::store(
