@@ -182,13 +182,15 @@ fn a_kernel_with_configs_of_several_cpus_and_thread_counts_dispatches_on_them() 
     assert_eq!(out.trim(), "correct");
 }
 
-/// The generic kernel's dispatcher runs the nearest bucket whose buffers a
-/// call outweighs, before the default schedule: a call too small for the
-/// nearest bucket's packs runs a farther bucket (9×66×44 had run the scalar
-/// default beside six tiled kernels).
-#[test]
-fn a_call_too_small_for_the_nearest_buckets_packs_runs_a_farther_one() {
-    use autotune_codegen::emit::{self, Bucket};
+/// What the dispatcher of `mm`'s generic kernel over `buckets` (stub kernels
+/// `t<i>` that return 10 + i; the default schedule returns 0) returns at each
+/// call's `(M, K, N)`, space-separated; built in scratch directory `name`.
+fn dispatched(
+    name: &str,
+    buckets: &[autotune_codegen::emit::Bucket],
+    calls: &[(i64, i64, i64)],
+) -> String {
+    use autotune_codegen::emit;
     use autotune_codegen::loopnest::IExpr;
     let op = mm("");
     let rt = "rt";
@@ -205,22 +207,11 @@ fn a_call_too_small_for_the_nearest_buckets_packs_runs_a_farther_one() {
         .lines()
         .find(|l| l.starts_with("int32_t mm__naive("))
         .unwrap();
-    let stub = |i: usize| {
-        head.replace("mm__naive(", &format!("t{i}(")) + &format!(" return {}; }}\n", 10 + i)
-    };
-    // Bucket 0 is nearest to a 16³ call, and packs 1000 M elements.
-    let bucket = |i: usize, at: i64, setup: IExpr| Bucket {
-        anchor: ["M", "K", "N"].map(|v| (v.to_string(), at)).to_vec(),
-        setup,
-        kernel: format!("t{i}"),
-        range: None,
-    };
-    let per_row = IExpr::Mul(Box::new(IExpr::var("M")), Box::new(IExpr::Const(1000)));
-    let buckets = [
-        bucket(0, 16, per_row),
-        bucket(1, 1024, IExpr::Const(0)),
-        bucket(2, 2048, IExpr::Const(0)),
-    ];
+    let stubs: String = (0..buckets.len())
+        .map(|i| {
+            head.replace("mm__naive(", &format!("t{i}(")) + &format!(" return {}; }}\n", 10 + i)
+        })
+        .collect();
     let work = IExpr::Mul(
         Box::new(IExpr::Mul(
             Box::new(IExpr::var("M")),
@@ -228,32 +219,90 @@ fn a_call_too_small_for_the_nearest_buckets_packs_runs_a_farther_one() {
         )),
         Box::new(IExpr::var("K")),
     );
-    let dispatcher = emit::generic_dispatcher(&naive, "mm", &work, &buckets, None);
+    let dispatcher = emit::generic_dispatcher(&naive, "mm", &work, buckets, None);
     let header = emit::file_header("a test", naive.dtype, rt);
-    let c = format!(
-        "{header}{naive_c}{}{}{}{dispatcher}",
-        stub(0),
-        stub(1),
-        stub(2)
-    );
+    let c = format!("{header}{naive_c}{stubs}{dispatcher}");
     let proto = dispatcher
         .lines()
         .find(|l| l.starts_with("int32_t mm("))
         .unwrap()
         .trim_end_matches(" {");
+    let calls: String = calls
+        .iter()
+        .map(|(m, k, n)| format!("  printf(\"%d \", mm(a, b, x, {m}, {k}, {n}));\n"))
+        .collect();
     let main = format!(
         "#include <stdio.h>\n#include <stdint.h>\n\
          {proto};\n\
-         static float a[64 * 64], b[64 * 64], x[64 * 64];\n\
-         int main(void) {{\n\
-           for (int n = 4; n <= 64; n *= 4) printf(\"%d \", mm(a, b, x, n, n, n));\n\
-           return 0;\n}}\n"
+         static float a[1 << 16], b[1 << 16], x[1 << 16];\n\
+         int main(void) {{\n{calls}  return 0;\n}}\n"
     );
-    let dir = scratch("generic");
+    let dir = scratch(name);
     let mut sources = runtime(rt);
     sources.push(("mm.c", c));
     sources.push(("main.c", main));
+    run_c(&dir, &sources).trim().to_string()
+}
+
+/// A stub bucket of `mm` for [`dispatched`]: kernel `t<i>`, anchored at `at`
+/// for every size, filling `setup` elements, with register tiles of
+/// `tile = (M, N)` and reduction blocks of 512.
+fn stub_bucket(
+    i: usize,
+    at: i64,
+    setup: autotune_codegen::loopnest::IExpr,
+    tile: (i64, i64),
+) -> autotune_codegen::emit::Bucket {
+    use autotune_codegen::loopnest::IExpr;
+    autotune_codegen::emit::Bucket {
+        anchor: ["M", "K", "N"].map(|v| (v.to_string(), at)).to_vec(),
+        setup,
+        kernel: format!("t{i}"),
+        range: None,
+        fit: autotune_codegen::emit::TileFit {
+            spatial: vec![(IExpr::var("M"), tile.0), (IExpr::var("N"), tile.1)],
+            reduce: vec![(IExpr::var("K"), 512)],
+        },
+    }
+}
+
+/// The generic kernel's dispatcher runs a bucket whose buffers a call
+/// outweighs, before the default schedule: a call too small for the nearest
+/// bucket's packs runs a farther bucket (9×66×44 had run the scalar default
+/// beside six tiled kernels).
+#[test]
+fn a_call_too_small_for_the_nearest_buckets_packs_runs_a_farther_one() {
+    use autotune_codegen::loopnest::IExpr;
+    // Bucket 0 is nearest to a 16³ call, and packs 1000 M elements.
+    let per_row = IExpr::Mul(Box::new(IExpr::var("M")), Box::new(IExpr::Const(1000)));
+    let buckets = [
+        stub_bucket(0, 16, per_row, (4, 4)),
+        stub_bucket(1, 1024, IExpr::Const(0), (4, 4)),
+        stub_bucket(2, 2048, IExpr::Const(0), (4, 4)),
+    ];
     // 4³: below any tiled kernel (the default, 0); 16³: bucket 0's 16,000
     // elements outweigh its 4,096 iterations, so the next nearest; 64³: bucket 0.
-    assert_eq!(run_c(&dir, &sources).trim(), "0 11 10");
+    let calls = [(4, 4, 4), (16, 16, 16), (64, 64, 64)];
+    assert_eq!(dispatched("packs", &buckets, &calls), "0 11 10");
+}
+
+/// Of the buckets, a call runs the one whose register tiles it fills best
+/// (a generic kernel computes whole tiles), the nearer one where two fill it
+/// alike, and the default schedule where none keeps a twentieth of what it
+/// computes: the nearest anchor alone ran 42×41×64 in 16-row tiles at two
+/// thirds of what 6-row ones reached, and 17×1×44 in tiles 128 wide at a
+/// twentieth of the default schedule's speed.
+#[test]
+fn a_call_runs_the_bucket_whose_tiles_it_fills() {
+    use autotune_codegen::loopnest::IExpr;
+    let buckets = [
+        stub_bucket(0, 16, IExpr::Const(0), (16, 32)),
+        stub_bucket(1, 1024, IExpr::Const(0), (4, 4)),
+    ];
+    // (M, K, N). 16×16×32 fills bucket 0's tiles: the nearer, 10. 20³ keeps
+    // 39% of bucket 0's tiles, all of bucket 1's: 11, though farther. 2048×1×1
+    // keeps 1/32 and 1/4 of their tile columns, and one step of each
+    // reduction block: the default, 0.
+    let calls = [(16, 16, 32), (20, 20, 20), (2048, 1, 1)];
+    assert_eq!(dispatched("fit", &buckets, &calls), "10 11 0");
 }

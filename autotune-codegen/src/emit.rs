@@ -120,20 +120,53 @@ pub struct Bucket {
     /// A declared bucket's range of each input size variable (C name, bounds):
     /// calls inside it run this kernel, before any nearest anchor is weighed.
     pub range: Option<Vec<(String, i64, i64)>>,
+    /// How its main stage's register tiles fit a call.
+    pub fit: TileFit,
+}
+
+/// The register tile of a bucket's main stage (the tiled stage with the most
+/// work at its anchor), against which a call's sizes are weighed: a generic
+/// kernel computes whole tiles, and resumes its accumulators from memory at
+/// every inner reduction block.
+pub struct TileFit {
+    /// Each spatial axis's extent (in the input size variables) and tile.
+    pub spatial: Vec<(IExpr, i64)>,
+    /// Each reduction axis's extent and inner block (split).
+    pub reduce: Vec<(IExpr, i64)>,
 }
 
 /// Calls with fewer iterations than this run the default schedule without
 /// weighing the tiled kernels (whose packs cost more than such a call).
 pub const SMALL_CALL: i64 = 512;
 
+/// A reduction block of `n` steps costs about `n + REDUCE_OVERHEAD` (the
+/// accumulators' load and store, the loop's start): 4 steps a block ran the
+/// 1×4096² config's kernel at a twentieth of the default schedule's speed.
+const REDUCE_OVERHEAD: i64 = 8;
+
+/// A bucket's fit counts for `100 / (100 + ANCHOR_DISTANCE * d)` of itself
+/// `d` half-octaves from the call: of two kernels that fit a call about as
+/// well, the one tuned nearer it (64×4096² runs the 16×4096² config's kernel
+/// at twice the 1024³ one's speed, whose tiles fit it as well).
+const ANCHOR_DISTANCE: i64 = 3;
+
+/// Below this fit (a twentieth of the work a kernel computes is kept) no
+/// tiled kernel beats the default schedule: 17×1×44 ran every bucket of a
+/// GEMM at 0.2–2 GFLOP/s, the default at 5.
+const MIN_FIT: f64 = 0.05;
+
 /// The generic kernel `symbol`, with `naive`'s signature: the first bucket
-/// whose range holds the call's sizes, else the one whose anchor is nearest
-/// them (in half-octaves, summed over the variables; the first on a tie),
-/// of those whose buffers (`setup`) do not outweigh the call's `work`; `naive`
-/// when none does, when the call is small, or when the CPU is below `min_isa`
-/// (the level the buckets are compiled for). (A call too small for the
-/// nearest bucket's packs still runs a tiled kernel when a farther one's are
-/// small enough: 9×66×44 had run the scalar default beside six tiled kernels.)
+/// whose range holds the call's sizes, else the one that fits the call best,
+/// of those whose buffers (`setup`) do not outweigh the call's `work`. A
+/// bucket's fit is the share of its computed tiles the call keeps (along
+/// each spatial axis, the call's extent over that extent rounded up to whole
+/// tiles) times the share of its reduction blocks' time spent on steps
+/// ([`REDUCE_OVERHEAD`]), weighed down by the distance from its anchor (in
+/// half-octaves, summed over the variables; [`ANCHOR_DISTANCE`]); the first
+/// on a tie. `naive` when no bucket is left or fits by [`MIN_FIT`], when the
+/// call is small, or when the CPU is below `min_isa` (the level the buckets
+/// are compiled for). (The nearest anchor alone ran 42×41×64 with 16-row
+/// tiles at 55 GFLOP/s, where a config with 6-row ones ran it at 82.)
 pub fn generic_dispatcher(
     naive: &Kernel,
     symbol: &str,
@@ -149,6 +182,10 @@ pub fn generic_dispatcher(
          \x20 if (x < 2) return 0;\n\
          \x20 int64_t e = 63 - __builtin_clzll((unsigned long long)x);\n\
          \x20 return 2 * e + ((x >> (e - 1)) & 1);\n\
+         }}\n\
+         /* The share of whole tiles of t that an extent e keeps. */\n\
+         static inline double {symbol}__kept(int64_t e, int64_t t) {{\n\
+         \x20 return e < 1 ? 1.0 : (double)e / (double)((e + t - 1) / t * t);\n\
          }}\n",
     );
     let _ = writeln!(s, "int32_t {symbol}({}) {{", params.join(", "));
@@ -180,24 +217,48 @@ pub fn generic_dispatcher(
             "  if (best__ < 0 && {cond} && {setup} < work__) best__ = {i};"
         );
     }
-    s.push_str("  if (best__ < 0) {\n    int64_t dist__ = INT64_MAX;\n");
+    s.push_str("  if (best__ < 0) {\n    double score__ = 0.0, fit__ = 0.0;\n");
     for v in &vars {
         let _ = writeln!(s, "    const int64_t h__{v} = {symbol}__half_octave({v});");
     }
     for (i, b) in buckets.iter().enumerate() {
-        let terms = b
-            .anchor
+        let d = join_or(
+            b.anchor
+                .iter()
+                .map(|(v, a)| format!("llabs(h__{v} - {})", half_octave(*a))),
+            " + ",
+            "0",
+        );
+        let kept = b
+            .fit
+            .spatial
             .iter()
-            .map(|(v, a)| format!("llabs(h__{v} - {})", half_octave(*a)));
-        let d = join_or(terms, " + ", "0");
-        // The distance first: the setup is only weighed for a nearer bucket.
+            .map(|(e, t)| format!("{symbol}__kept({}, {t})", iexpr(e)));
+        let steps = join_or(
+            b.fit.reduce.iter().map(|(e, split)| {
+                iexpr(&IExpr::Min(
+                    Box::new(e.clone()),
+                    Box::new(IExpr::Const(*split)),
+                ))
+            }),
+            " * ",
+            "",
+        );
+        let steps = (!steps.is_empty())
+            .then(|| format!("(double)({steps}) / (double)({steps} + {REDUCE_OVERHEAD})"));
+        let fit = join_or(kept.chain(steps), " * ", "1.0");
         let _ = writeln!(
             s,
-            "    if ({d} < dist__ && {} < work__) {{ dist__ = {d}; best__ = {i}; }}",
+            "    if ({} < work__) {{\n\
+             \x20     const double fit = {fit};\n\
+             \x20     const double score = fit * 100.0 / (100.0 + {ANCHOR_DISTANCE} * ({d}));\n\
+             \x20     if (score > score__) {{ score__ = score; fit__ = fit; best__ = {i}; }}\n\
+             \x20   }}",
             iexpr(&b.setup)
         );
     }
-    s.push_str("  }\n  switch (best__) {\n");
+    let _ = writeln!(s, "    if (fit__ < {MIN_FIT:?}) best__ = -1;\n  }}");
+    s.push_str("  switch (best__) {\n");
     for (i, b) in buckets.iter().enumerate() {
         let _ = writeln!(s, "    case {i}: return {}({args});", b.kernel);
     }

@@ -294,6 +294,7 @@ pub fn generic_c(
             setup: kernel.setup.clone(),
             kernel: kernel.symbol,
             range,
+            fit: tile_fit(op, &space, &plan),
         });
     }
     c.push_str(&emit::kernel_c(&naive, isas));
@@ -304,6 +305,49 @@ pub fn generic_c(
         &naive, &symbol, &work, &buckets, min_isa,
     ));
     Ok(c)
+}
+
+/// The register tile of `plan`'s main stage, the tiled stage with the most
+/// iterations at the space's shapes (the first of equals), that a generic
+/// kernel's dispatcher weighs a call against.
+fn tile_fit(op: &Operator, space: &Space, plan: &[space::StageSchedule]) -> emit::TileFit {
+    let mut main: Option<(f64, usize, &space::TiledStage, &space::StagePlan)> = None;
+    for (s, (kind, schedule)) in space.stages.iter().zip(plan).enumerate() {
+        let (
+            space::StageKind::Tiled(info) | space::StageKind::FusibleInto { own: info, .. },
+            space::StageSchedule::Tiled(p),
+        ) = (kind, schedule)
+        else {
+            continue;
+        };
+        let iterations: f64 = info
+            .extents
+            .iter()
+            .chain(&info.reduce_extents)
+            .map(|e| *e as f64)
+            .product();
+        if main.is_none_or(|(most, ..)| iterations > most) {
+            main = Some((iterations, s, info, p));
+        }
+    }
+    let Some((_, s, info, p)) = main else {
+        return emit::TileFit {
+            spatial: Vec::new(),
+            reduce: Vec::new(),
+        };
+    };
+    let extents = lower::generic_extents(op, s);
+    emit::TileFit {
+        spatial: (0..info.n_spatial)
+            .map(|a| (extents[a].clone(), p.tile[a]))
+            .collect(),
+        reduce: info
+            .reduce_axes
+            .iter()
+            .zip(&p.split)
+            .map(|(&a, &split)| (extents[a].clone(), split))
+            .collect(),
+    }
 }
 
 /// In a generic kernel, a reduction that its config runs whole at the anchor

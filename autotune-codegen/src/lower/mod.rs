@@ -147,6 +147,17 @@ pub fn lower(
     }
 }
 
+/// The extent of each axis of stage `s` at the generic kernel's symbolic
+/// shapes, in the stage's axis order.
+pub fn generic_extents(op: &Operator, s: usize) -> Vec<IExpr> {
+    let dims = Dims::new(op, None);
+    op.stages[s]
+        .axes
+        .iter()
+        .map(|a| dims.extent(&a.extent))
+        .collect()
+}
+
 /// The iterations of every stage's loops (spatial and reduction) at the
 /// generic kernel's symbolic shapes: a measure of one call's work.
 pub fn iterations(op: &Operator) -> IExpr {
