@@ -39,6 +39,19 @@ impl IExpr {
         }
     }
 
+    /// `self` as a sum `(rest, constant)`: the constant term that `plus`
+    /// keeps last split off (`i * 64 + 3` → `(i * 64, 3)`).
+    pub fn split_constant(self) -> (IExpr, i64) {
+        match self {
+            IExpr::Const(c) => (IExpr::Const(0), c),
+            IExpr::Add(a, b) => match *b {
+                IExpr::Const(c) => (*a, c),
+                b => (IExpr::Add(a, Box::new(b)), 0),
+            },
+            e => (e, 0),
+        }
+    }
+
     /// `self * other`, folding constants.
     pub fn times(self, other: IExpr) -> IExpr {
         match (self, other) {

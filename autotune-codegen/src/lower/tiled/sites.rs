@@ -2,8 +2,10 @@
 //! its resolved [`Access`], and expressions evaluated through them at a point
 //! of the register tile. A site's index at the tile origin is bound once in a
 //! `Let` (`ix__k`); each element of the tile reads at that local plus a
-//! constant (plus, along a merged pair, locals bound once per tile), so the
-//! unrolled code repeats no index arithmetic.
+//! constant (plus, along a merged pair, locals bound once per tile; in the
+//! generic kernel, symbolic strides and, for a window, the innermost
+//! reduction variable: [`Indexer::inner_step`]), so the unrolled code repeats
+//! no index arithmetic.
 
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{Affine, AxisId, Expr, TensorRef};
@@ -67,9 +69,14 @@ impl<'a> Sites<'a> {
             .filter(|l| !matches!(l, Expr::Load { tensor: TensorRef::Stage(t), .. } if Some(*t) == producer))
             .map(|l| {
                 let Expr::Load { index, .. } = l else { unreachable!("load sites are loads") };
+                let access = self.access_of(l);
+                let origin = Point {
+                    inner_var: self.idx.inner_step(access, index).is_none(),
+                    ..origin.clone()
+                };
                 Stmt::Let {
                     name: self.site_var(l),
-                    value: self.idx.load_index(self.access_of(l), index, &origin).0,
+                    value: self.idx.load_index(access, index, &origin).0,
                 }
             })
             .collect()
@@ -156,9 +163,23 @@ impl<'a> Sites<'a> {
                     _ => Vec::new(),
                 };
                 // The site's index at the tile origin (a `Let` of `base_lets`) plus
-                // this point's constant offset.
-                let index =
-                    IExpr::var(&self.site_var(e)).plus(self.idx.load_delta(access, index, p));
+                // this point's offset: its symbolic part, the innermost reduction
+                // variable where the origin leaves it out, then the constant.
+                let site = IExpr::var(&self.site_var(e));
+                let delta = self.idx.load_delta(access, index, p);
+                let index = match self.idx.inner_step(access, index) {
+                    None => site.plus(delta),
+                    Some(step) => {
+                        let (symbolic, constant) = delta.split_constant();
+                        let r = self.idx.t.last_reduce().expect("a step has a reduction");
+                        site.plus(symbolic)
+                            .plus(
+                                IExpr::var(&tile_var("ri", self.idx.stage, r))
+                                    .times(IExpr::Const(step)),
+                            )
+                            .plus(IExpr::Const(constant))
+                    }
+                };
                 VExpr::Load {
                     buf: access.buf.clone(),
                     index,
