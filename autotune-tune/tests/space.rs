@@ -800,6 +800,18 @@ fn a_generic_window_load_adds_the_inner_step_after_the_row_stride() {
             .any(|l| l.contains("[ix__0 + ") && l.contains(" + ri__s + ")),
         "no load of x adds the step"
     );
+    // Not without a window: a GEMM's `a[i][k]`, read in place, keeps `k` in
+    // its origin (moved out, it cost the 127×255×511 kernel a sixth).
+    let gemm = generic_at_anchor(
+        &common::gemm(127, 255, 511),
+        PACKED_PER_BLOCK_127.parse().unwrap(),
+    );
+    let a = gemm
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("const int64_t ix__0 ="))
+        .expect("the origin index of a");
+    assert!(a.contains("ri__k"), "{a}");
 }
 
 /// A reduction a config runs whole at its anchor runs whole in the generic

@@ -57,12 +57,16 @@ impl Indexer<'_> {
     /// reduction loop, where its loads add that loop's variable themselves:
     /// a load from a buffer of symbolic dimensions (the generic kernel's)
     /// whose index has the innermost reduction axis in its last dimension
-    /// only. Its origin index then leaves the variable out, and each load is
+    /// only, beside a spatial axis (a window). Its origin index then leaves
+    /// the variable out, and each load is
     /// `origin + symbolic stride + variable + constant`: once GCC unrolls the
     /// loop, loads of the same element at different steps (a 3×3 window's
     /// neighbours) are one expression and load once. With the variable in
     /// the origin, `(origin + s) + stride + 1` and `(origin + s + 1) + stride`
-    /// were two loads of one element, which cost a generic 3×3 conv 8%.
+    /// were two loads of one element, which cost a generic 3×3 conv 8%. Not
+    /// without a window (a GEMM's `a[i][k]`), where no two steps share an
+    /// element: there it cost the 127×255×511 config's kernel, whose 16 rows
+    /// of `a` it reads in place, a sixth.
     pub fn inner_step(&self, acc: &Access, index: &[Affine]) -> Option<i64> {
         let dims = match &acc.source {
             Source::Direct { dims } | Source::Guarded { dims, .. } | Source::Copy { dims, .. } => {
@@ -81,7 +85,9 @@ impl Indexer<'_> {
         let (last, outer) = index.split_last()?;
         let symbolic = dims.iter().any(|d| !matches!(d, IExpr::Const(_)));
         let step = coefficient(last);
-        (symbolic && step != 0 && outer.iter().all(|ix| coefficient(ix) == 0)).then_some(step)
+        let window = last.terms.iter().any(|(a, _)| *a < self.t.n);
+        (symbolic && window && step != 0 && outer.iter().all(|ix| coefficient(ix) == 0))
+            .then_some(step)
     }
 
     /// Index (at lane 0) and lane stride of a load at a point.
