@@ -2,7 +2,8 @@
  * dispatcher, at the GEMM shapes read from stdin ("M N K" lines), 1 thread: what
  * the dispatcher chose against the best it could have chosen (bench/dispatch.sh).
  * Built with -DSYM=<generic kernel symbol> -DBUCKETS=<n>; prints per shape
- * "M N K" then GFLOP/s of t0 .. t<n-1>, the default schedule and the dispatcher. */
+ * "M N K" then GFLOP/s of t0 .. t<n-1>, the default schedule and the dispatcher.
+ * Each is the best of at least 5 samples and argv[1] seconds (default 0.03). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,8 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const double min_seconds = argc > 1 ? atof(argv[1]) : 0.03;
   kernel_fn all[] = {CAT(SYM, __t0), CAT(SYM, __t1), CAT(SYM, __t2), CAT(SYM, __t3),
                      CAT(SYM, __t4), CAT(SYM, __t5), CAT(SYM, __t6), CAT(SYM, __t7)};
   kernel_fn ks[BUCKETS + 2];
@@ -42,8 +44,7 @@ int main(void) {
     printf("%ld %ld %ld", m, n, k);
     for (int i = 0; i < BUCKETS + 2; i++) {
       double best = 1e30, total = 0;
-      /* The best of at least 5 samples and 30 ms. */
-      for (int r = 0; (r < 5 || total < 0.03) && r < 2000; r++) {
+      for (int r = 0; (r < 5 || total < min_seconds) && r < 1000000; r++) {
         double t = now();
         for (int q = 0; q < inner; q++) ks[i](a, b, c, m, k, n);
         t = now() - t;

@@ -12,6 +12,9 @@
 #   (and BEFORE's). "oracle" is the best of the tiled kernels and the default schedule;
 #   the report gives the geometric mean of dispatcher / oracle per list, and the shapes
 #   where the dispatcher ran below 0.9× the default schedule.
+# - Last, the dispatcher's own cost at 64³ (issue 18: under 1% of the call): the
+#   dispatcher's time against the kernel it runs (the tiled kernel whose time is
+#   nearest), each the best of 1 s of samples.
 # - The kernels are the C that `cargo autotune bench --generic --cached` builds (what a
 #   build of bench/ops.rs ships), compiled with the kernels' flags, with bench/dispatch.c.
 set -euo pipefail
@@ -85,6 +88,8 @@ for list in design heldout; do
         cat "$BUILD/$list.now"
     fi
 done | tee "$BUILD/table.txt"
+echo "## overhead: 64 64 64, GFLOP/s of t0..t<n-1>, naive, dispatcher (1 s of samples each)"
+echo "64 64 64" | taskset -c 1 "$NOW" 1 | tee "$BUILD/overhead.txt"
 echo "## report"
 python3 - "$BUILD/table.txt" "${BEFORE:+before}" <<'EOF'
 import math, sys
@@ -107,4 +112,14 @@ for name, rows in lists.items():
                 slow.append("%dx%dx%d %.2f vs %.2f" % (r[0], r[1], r[2], r[col], r[naive_at]))
         print(f"{name} ({len(rows)} shapes), {label}: geomean {math.exp(sum(logs) / len(logs)):.3f}x "
               f"the oracle; below 0.9x the default schedule: {len(slow)} {'; '.join(slow)}")
+EOF
+python3 - "$BUILD/overhead.txt" <<'EOF'
+import sys
+r = [float(x) for x in open(sys.argv[1]).read().split()]
+flop = 2 * r[0] * r[1] * r[2]
+us = [flop / g * 1e-3 for g in r[3:]]  # µs per call
+disp, kernels = us[-1], us[:-2]
+ran = min(kernels, key=lambda t: abs(t - disp))
+print(f"64^3: dispatcher {disp:.3f} us, the kernel it runs alone {ran:.3f} us: "
+      f"{(disp - ran) * 1e3:.0f} ns, {100 * (disp - ran) / ran:.1f}% of the call")
 EOF
