@@ -127,7 +127,8 @@ pub struct Bucket {
 /// The register tile of a bucket's main stage (the tiled stage with the most
 /// work at its anchor), against which a call's sizes are weighed: a generic
 /// kernel computes whole tiles, and resumes its accumulators from memory at
-/// every inner reduction block.
+/// every inner reduction block. Empty: every call fits it whole.
+#[derive(Default)]
 pub struct TileFit {
     /// Each spatial axis's extent (in the input size variables) and tile.
     pub spatial: Vec<(IExpr, i64)>,

@@ -331,10 +331,7 @@ fn tile_fit(op: &Operator, space: &Space, plan: &[space::StageSchedule]) -> emit
         }
     }
     let Some((_, s, info, p)) = main else {
-        return emit::TileFit {
-            spatial: Vec::new(),
-            reduce: Vec::new(),
-        };
+        return emit::TileFit::default();
     };
     let extents = lower::generic_extents(op, s);
     emit::TileFit {
