@@ -746,18 +746,22 @@ fn conv3x3_16() -> Workload {
     )
 }
 
+/// The generic kernel of [`conv3x3_16`] with its space's default config at
+/// its anchor.
+fn conv3x3_16_generic() -> String {
+    let w = conv3x3_16();
+    let at = &w.op.specializations[0].values;
+    let config = Space::new(&w.op, at).default_config(&w.op, at);
+    generic_at_anchor(&w, config)
+}
+
 /// A size the attribute fixes (`R = 3`) is a constant in the generic kernel's
 /// loops, as in a specialisation's: as a run-time variable it reached the
 /// reduction's bounds and indices, and the generic 3×3 conv ran at 0.6× its
 /// specialisation at the same shapes and config.
 #[test]
 fn sizes_the_attribute_fixes_are_constants_in_the_generic_kernel() {
-    let w = conv3x3_16();
-    let space = Space::new(&w.op, &w.op.specializations[0].values);
-    let c = generic_at_anchor(
-        &w,
-        space.default_config(&w.op, &w.op.specializations[0].values),
-    );
+    let c = conv3x3_16_generic();
     let loops: Vec<&str> = c
         .lines()
         .map(str::trim)
@@ -779,12 +783,7 @@ fn sizes_the_attribute_fixes_are_constants_in_the_generic_kernel() {
 /// conv at C6's shapes and config: 134 GFLOP/s, 154 since).
 #[test]
 fn a_generic_window_load_adds_the_inner_step_after_the_row_stride() {
-    let w = conv3x3_16();
-    let space = Space::new(&w.op, &w.op.specializations[0].values);
-    let c = generic_at_anchor(
-        &w,
-        space.default_config(&w.op, &w.op.specializations[0].values),
-    );
+    let c = conv3x3_16_generic();
     // Site 0 is x, the window.
     let origins: Vec<&str> = c
         .lines()

@@ -184,11 +184,12 @@ impl<'a> MicroKernel<'a> {
                     self.reload(i, e)
                 } else if self.lanes() == 1 {
                     self.reload_guarded(i, e, None)
-                } else if let Some(split) = self.vector_guards(e) {
-                    let lanewise = self.lane_loop(vec![self.reload_guarded(i, e, Some(LANE))]);
-                    split.wrap(self.reload(i, e), lanewise)
                 } else {
-                    self.lane_loop(vec![self.reload_guarded(i, e, Some(LANE))])
+                    let lanewise = self.lane_loop(vec![self.reload_guarded(i, e, Some(LANE))]);
+                    match self.vector_guards(e) {
+                        Some(split) => split.wrap(self.reload(i, e), lanewise),
+                        None => lanewise,
+                    }
                 }
             })
             .collect()
@@ -427,53 +428,24 @@ impl<'a> MicroKernel<'a> {
     }
 
     /// The store of `local` to the element at `offset`: one (vector) store in a
-    /// full tile, else guarded by the element (or per lane) being inside the stage.
+    /// full tile, else guarded by the element (or per lane) being inside the
+    /// stage; in the generic kernel, a vector inside the stage stored whole
+    /// ([`MicroKernel::vector_guards`]).
     fn store(&self, local: &str, offset: &[i64], full: bool) -> Stmt {
         let lanes = self.lanes();
         let (index, stride) = self.target_index(offset);
-        let constant = stride.as_const();
-        if let (Some(stride), true) = (constant, full || lanes == 1) {
-            let st = Stmt::Store {
-                buf: self.target_buf.clone(),
-                index,
-                value: VExpr::Local(local.to_string()),
-                lanes,
-                stride,
-            };
-            if full {
-                st
-            } else {
-                Stmt::If {
-                    conds: self.in_range(offset, None),
-                    then: vec![st],
-                    otherwise: Vec::new(),
-                }
-            }
-        } else if let (Some(stride), Some(split)) = (constant, self.vector_guards(offset)) {
-            let vector = Stmt::Store {
-                buf: self.target_buf.clone(),
-                index: index.clone(),
-                value: VExpr::Local(local.to_string()),
-                lanes,
-                stride,
-            };
-            let lane = Stmt::store(
-                &self.target_buf,
-                index.plus(IExpr::Const(stride).times(IExpr::var(LANE))),
-                VExpr::Lane(local.to_string(), IExpr::var(LANE)),
-            );
-            let lanewise = self.lane_loop(vec![Stmt::If {
-                conds: self.in_range(offset, Some(LANE)),
-                then: vec![lane],
-                otherwise: Vec::new(),
-            }]);
-            split.wrap(vector, lanewise)
-        } else {
-            // Lane by lane: an overhanging tile, or a symbolic lane stride.
-            let idx = index.plus(IExpr::var(LANE).times(stride));
+        let whole = |stride: i64| Stmt::Store {
+            buf: self.target_buf.clone(),
+            index: index.clone(),
+            value: VExpr::Local(local.to_string()),
+            lanes,
+            stride,
+        };
+        // Lane by lane: an overhanging tile, or a symbolic lane stride.
+        let lanewise = || {
             let st = Stmt::store(
                 &self.target_buf,
-                idx,
+                index.clone().plus(IExpr::var(LANE).times(stride.clone())),
                 VExpr::Lane(local.to_string(), IExpr::var(LANE)),
             );
             self.lane_loop(vec![if full {
@@ -485,6 +457,19 @@ impl<'a> MicroKernel<'a> {
                     otherwise: Vec::new(),
                 }
             }])
+        };
+        match stride.as_const() {
+            Some(stride) if full => whole(stride),
+            Some(stride) if lanes == 1 => Stmt::If {
+                conds: self.in_range(offset, None),
+                then: vec![whole(stride)],
+                otherwise: Vec::new(),
+            },
+            Some(stride) => match self.vector_guards(offset) {
+                Some(split) => split.wrap(whole(stride), lanewise()),
+                None => lanewise(),
+            },
+            None => lanewise(),
         }
     }
 
