@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use autotune_lang::ir::{BinaryOp, DType, UnaryOp};
 
-use crate::loopnest::{Guard, IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
+use crate::loopnest::{ConstantCopies, Guard, IExpr, Kernel, LoopKind, ParamKind, Stmt, VExpr};
 use crate::target::{Isa, Selector};
 
 /// The header of a generated C file: includes, vector types, runtime functions.
@@ -309,6 +309,9 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
     if !k.constants.is_empty() {
         s.push_str(CONSTANTS_C);
     }
+    if k.constants.iter().any(|c| !c.key.is_empty()) {
+        s.push_str(CONSTANTS_KEYED_C);
+    }
     let bodies: String = clones
         .iter()
         .map(|&(isa, k)| clone_c(k, isa, &params))
@@ -444,6 +447,39 @@ static inline void at_const_publish(void *slot, at_const_block *b) {
 #endif
 "#;
 
+/// The helpers of kernels whose copies of a constant depend on the call's
+/// sizes (the generic kernel's, [`ConstantCopies::key`]), defined after
+/// [`CONSTANTS_C`]: a block keeps the sizes it was filled at at the start of
+/// its data, and a handle keeps at most `AT_CONST_SIZES` blocks per kernel
+/// layout (a call at yet another shape copies for itself), so that a handle
+/// called at ever new shapes does not grow without bound.
+pub const CONSTANTS_KEYED_C: &str = r#"#ifndef AT_CONSTANTS_KEYED
+#define AT_CONSTANTS_KEYED
+#define AT_CONST_SIZES 8
+/* `at` plus `bytes` rounded up to a cache line, or SIZE_MAX (which malloc
+ * refuses) where it overflows. */
+static inline size_t at_const_grow(size_t at, size_t bytes) {
+  size_t line = bytes > SIZE_MAX - 63 ? SIZE_MAX : (bytes + 63) & ~(size_t)63;
+  return at > SIZE_MAX - line ? SIZE_MAX : at + line;
+}
+/* The block of `layout` filled at sizes `key` (n values), or NULL; *room tells
+ * whether the slot may take another block of this layout. */
+static inline at_const_block *at_const_find_keyed(void *slot, uint64_t layout, const int64_t *key, int n, int *room) {
+  int same = 0;
+  for (at_const_block *b = __atomic_load_n((at_const_block **)slot, __ATOMIC_ACQUIRE); b; b = b->next) {
+    if (b->layout != layout) continue;
+    const int64_t *at = (const int64_t *)at_const_data(b);
+    int i = 0;
+    while (i < n && at[i] == key[i]) ++i;
+    if (i == n) return b;
+    ++same;
+  }
+  *room = same < AT_CONST_SIZES;
+  return NULL;
+}
+#endif
+"#;
+
 /// One ISA clone: its outlined parallel bodies, then the function.
 fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     let name = format!("{}__{}", k.symbol, isa.name());
@@ -541,10 +577,10 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         }
     }
     for c in &k.constants {
-        // Without a handle, the call's own.
+        // Without a handle (or room in it), the call's own.
         w.line(
             1,
-            &format!("if (cf__{0} && !{1}) free(cb__{0});", c.input, c.slot),
+            &format!("if (cf__{0} && !{1}) free(cb__{0});", c.input, kept(c)),
         );
     }
     w.line(1, "return 0;");
@@ -562,23 +598,66 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
 
 /// Each constant's block ([`Kernel::constants`]): the slot's for this
 /// kernel's layout (`cb__<input>`), else a new one this call fills
-/// (`cf__<input>`), and the copies' pointers into it.
+/// (`cf__<input>`), and the copies' pointers into it. A keyed block (the
+/// generic kernel's) is also found by the call's sizes (`cs__<input>`, kept at
+/// the start of its data), and is kept in the slot only if it has room
+/// (`ck__<input>`).
 fn open_constants(w: &mut Writer, k: &Kernel) {
     let t = k.dtype.c_name();
-    let layouts: Vec<_> = k
-        .constants
-        .iter()
-        .map(|c| c.layout_bytes(k.dtype.size()))
-        .collect();
-    for (c, (_, bytes)) in k.constants.iter().zip(&layouts) {
+    // Per constant, where each buffer starts in the block's data.
+    let mut offsets: Vec<Vec<String>> = Vec::new();
+    for c in &k.constants {
         let (cb, fill) = (format!("cb__{}", c.input), format!("cf__{}", c.input));
-        w.line(
-            1,
-            &format!(
-                "at_const_block *{cb} = {0} ? at_const_find({0}, {1:#x}ull) : NULL;",
-                c.slot, c.layout
-            ),
-        );
+        let bytes = if c.key.is_empty() {
+            w.line(
+                1,
+                &format!(
+                    "at_const_block *{cb} = {0} ? at_const_find({0}, {1:#x}ull) : NULL;",
+                    c.slot, c.layout
+                ),
+            );
+            let (at, bytes) = c.layout_bytes(k.dtype.size());
+            offsets.push(at.iter().map(|o| o.to_string()).collect());
+            bytes.to_string()
+        } else {
+            let (sizes, size, keep) = (
+                format!("cs__{}", c.input),
+                format!("cz__{}", c.input),
+                format!("ck__{}", c.input),
+            );
+            let n = c.key.len();
+            w.line(
+                1,
+                &format!("const int64_t {sizes}[{n}] = {{{}}};", c.key.join(", ")),
+            );
+            w.line(
+                1,
+                &format!("size_t {size} = at_const_grow(0, sizeof {sizes});"),
+            );
+            let mut at = Vec::new();
+            for b in &c.buffers {
+                let name = format!("co__{}", b.name);
+                w.line(1, &format!("const size_t {name} = {size};"));
+                w.line(
+                    1,
+                    &format!(
+                        "{size} = at_const_grow({size}, sizeof({t}) * ((size_t)({}) + 1));",
+                        iexpr(&b.elems)
+                    ),
+                );
+                at.push(name);
+            }
+            offsets.push(at);
+            w.line(1, &format!("int {keep} = 0;"));
+            w.line(
+                1,
+                &format!(
+                    "at_const_block *{cb} = {0} ? at_const_find_keyed({0}, {1:#x}ull, {sizes}, {n}, &{keep}) : NULL;",
+                    c.slot, c.layout
+                ),
+            );
+            format!("at_const_grow(AT_CONST_HEAD, {size})")
+        };
         w.line(1, &format!("const int {fill} = !{cb};"));
         w.line(
             1,
@@ -597,8 +676,8 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
     release_constants(w, k);
     w.line(2, "return 1;");
     w.line(1, "}");
-    for (c, (offsets, _)) in k.constants.iter().zip(&layouts) {
-        for (b, off) in c.buffers.iter().zip(offsets) {
+    for (c, at) in k.constants.iter().zip(&offsets) {
+        for (b, off) in c.buffers.iter().zip(at) {
             w.line(
                 1,
                 &format!(
@@ -618,19 +697,39 @@ fn release_constants(w: &mut Writer, k: &Kernel) {
 }
 
 /// The copies of each constant whose block this call made, then the block
-/// added to the handle's slot (if there is a handle).
+/// added to the handle's slot (if there is a handle, and room in it).
 fn fill_constants(w: &mut Writer, k: &Kernel) {
     for c in &k.constants {
+        let cb = format!("cb__{}", c.input);
         w.line(1, &format!("if (cf__{}) {{", c.input));
-        w.line(2, &format!("cb__{}->layout = {:#x}ull;", c.input, c.layout));
+        w.line(2, &format!("{cb}->layout = {:#x}ull;", c.layout));
+        if !c.key.is_empty() {
+            w.line(
+                2,
+                &format!(
+                    "for (int i__ = 0; i__ < {}; ++i__) ((int64_t *)at_const_data({cb}))[i__] = cs__{}[i__];",
+                    c.key.len(),
+                    c.input
+                ),
+            );
+        }
         for st in &c.fill {
             w.stmt(st, 2);
         }
         w.line(
             2,
-            &format!("if ({0}) at_const_publish({0}, cb__{1});", c.slot, c.input),
+            &format!("if ({}) at_const_publish({}, {cb});", kept(c), c.slot),
         );
         w.line(1, "}");
+    }
+}
+
+/// The C test of whether a block this call fills goes to the handle: there
+/// is one (and, for a keyed block, room in it).
+fn kept(c: &ConstantCopies) -> String {
+    match c.key.is_empty() {
+        true => c.slot.clone(),
+        false => format!("ck__{}", c.input),
     }
 }
 

@@ -122,6 +122,20 @@ impl IExpr {
             _ => None,
         }
     }
+
+    /// Whether the expression reads variable `v`.
+    pub fn mentions(&self, v: &str) -> bool {
+        match self {
+            IExpr::Const(_) => false,
+            IExpr::Var(n) => n == v,
+            IExpr::Add(a, b)
+            | IExpr::Mul(a, b)
+            | IExpr::Min(a, b)
+            | IExpr::Max(a, b)
+            | IExpr::Div(a, b)
+            | IExpr::Mod(a, b) => a.mentions(v) || b.mentions(v),
+        }
+    }
 }
 
 /// Value expression in the kernel's element type: a scalar, or a vector of
@@ -173,6 +187,22 @@ pub struct Guard {
 }
 
 impl VExpr {
+    /// Whether the expression reads index variable `v`.
+    pub fn mentions(&self, v: &str) -> bool {
+        match self {
+            VExpr::Const(_) | VExpr::Local(_) => false,
+            VExpr::FromIndex(e) | VExpr::Lane(_, e) => e.mentions(v),
+            VExpr::Load { index, guard, .. } => {
+                index.mentions(v)
+                    || guard
+                        .iter()
+                        .any(|g| g.index.mentions(v) || g.bound.mentions(v))
+            }
+            VExpr::Splat(e, _) | VExpr::Unary(_, e) => e.mentions(v),
+            VExpr::Binary(_, a, b) => a.mentions(v) || b.mentions(v),
+        }
+    }
+
     /// A scalar load without guard.
     pub fn load(buf: &str, index: IExpr) -> VExpr {
         VExpr::Load {
@@ -272,6 +302,32 @@ impl Stmt {
         }
     }
 
+    /// Whether the statement (its body included) reads index variable `v`.
+    pub fn mentions(&self, v: &str) -> bool {
+        let any = |body: &[Stmt]| body.iter().any(|s| s.mentions(v));
+        match self {
+            Stmt::For {
+                start, end, body, ..
+            } => start.mentions(v) || end.mentions(v) || any(body),
+            Stmt::Parallel { extent, body, .. } => extent.mentions(v) || any(body),
+            Stmt::Let { value, .. } => value.mentions(v),
+            Stmt::Local { init, .. } => init.mentions(v),
+            Stmt::Assign { value, .. } => value.mentions(v),
+            Stmt::SetLane { lane, value, .. } => lane.mentions(v) || value.mentions(v),
+            Stmt::Store { index, value, .. } => index.mentions(v) || value.mentions(v),
+            Stmt::If {
+                conds,
+                then,
+                otherwise,
+            } => {
+                conds.iter().any(|(a, b)| a.mentions(v) || b.mentions(v))
+                    || any(then)
+                    || any(otherwise)
+            }
+            Stmt::Array { .. } | Stmt::Comment(_) => false,
+        }
+    }
+
     /// A scalar store.
     pub fn store(buf: &str, index: IExpr, value: VExpr) -> Stmt {
         Stmt::Store {
@@ -316,9 +372,10 @@ impl Scratch {
     }
 }
 
-/// The copies a specialised kernel makes of one constant input (packs,
-/// padded copies): one block, filled by the first call through a handle and
-/// kept in the handle's slot under `layout`, or per call without a handle.
+/// The copies a kernel makes of one constant input (packs, padded copies):
+/// one block, filled by the first call through a handle and kept in the
+/// handle's slot under `layout` (and the call's sizes in `key`), or per call
+/// without a handle.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConstantCopies {
     /// The input's buffer (`in_w`) and its slot parameter.
@@ -327,7 +384,12 @@ pub struct ConstantCopies {
     /// Tells this kernel's block apart from other kernels' in the same slot: a
     /// hash of the kernel's symbol and of the copies' buffers and loops.
     pub layout: u64,
-    /// Sizes known when the kernel is generated (a specialisation's).
+    /// The shape parameters the copies' sizes and loops read (only in the
+    /// generic kernel): their values at the call pick its block among this
+    /// kernel's, and are kept at the start of the block's data.
+    pub key: Vec<String>,
+    /// Sizes: constants in a specialisation, expressions of `key` in the
+    /// generic kernel.
     pub buffers: Vec<Scratch>,
     /// The loops that fill `buffers` from the input.
     pub fill: Vec<Stmt>,

@@ -130,6 +130,16 @@ pub fn lower(
         },
     ];
     for c in &mut constants {
+        // (A specialisation's copies read no shape parameters.)
+        c.key = params
+            .iter()
+            .filter(|p| p.kind == ParamKind::Shape)
+            .map(|p| p.name.clone())
+            .filter(|v| {
+                c.fill.iter().any(|s| s.mentions(v))
+                    || c.buffers.iter().any(|b| b.elems.mentions(v))
+            })
+            .collect();
         let text = format!("{symbol}\0{}\0{:?}\0{:?}", c.input, c.buffers, c.fill);
         c.layout = autotune_lang::mangle::fnv1a(text.as_bytes());
     }

@@ -69,9 +69,8 @@ use sites::Sites;
 /// adding the buffers it allocates to `scratch`. Also returns the elements
 /// its copies fill per call (the smaller of the two variants where the
 /// generic kernel picks one at run time).
-/// In a specialisation, the copies of constant inputs go to `constants`
-/// instead (the generic kernel, whose copies depend on the call's shapes, makes
-/// them on every call).
+/// The copies of constant inputs go to `constants` instead (made once per
+/// handle; in the generic kernel, once per handle and call shape).
 pub(crate) fn lower_stage(
     op: &Operator,
     dims: Dims,
@@ -100,7 +99,7 @@ pub(crate) fn lower_stage(
     let lower = |in_place: bool,
                  tag: &str,
                  scratch: &mut Vec<Scratch>,
-                 constants: Option<&mut Vec<ConstantCopies>>| {
+                 constants: &mut Vec<ConstantCopies>| {
         let operands = Operands {
             op,
             stage: s,
@@ -117,7 +116,7 @@ pub(crate) fn lower_stage(
         (nest, filled)
     };
     if t.known() {
-        let (nest, filled) = lower(false, "", scratch, Some(constants));
+        let (nest, filled) = lower(false, "", scratch, constants);
         out.extend(nest);
         return (out, filled);
     }
@@ -137,7 +136,7 @@ pub(crate) fn lower_stage(
         .filter_map(|site| probe.in_place_axes(site.load))
         .collect();
     if in_place.is_empty() {
-        let (nest, filled) = lower(false, "", scratch, None);
+        let (nest, filled) = lower(false, "", scratch, constants);
         out.extend(nest);
         return (out, filled);
     }
@@ -150,12 +149,13 @@ pub(crate) fn lower_stage(
     axes.dedup();
     if axes.is_empty() {
         // Tiles of one element along those axes never overhang: always in place.
-        let (nest, filled) = lower(true, "d", scratch, None);
+        let (nest, filled) = lower(true, "d", scratch, constants);
         out.extend(nest);
         return (out, filled);
     }
-    let (direct, direct_filled) = lower(true, "d", scratch, None);
-    let (packed, packed_filled) = lower(false, "", scratch, None);
+    // (A constant's copies, made once before either runs, serve both.)
+    let (direct, direct_filled) = lower(true, "d", scratch, constants);
+    let (packed, packed_filled) = lower(false, "", scratch, constants);
     out.push(Stmt::If {
         // `ext % tile < 1` along every such axis.
         conds: axes
@@ -217,8 +217,8 @@ fn sites_of<'e>(
 /// loops around the register tile; and the elements of its per-block copies'
 /// arrays (a block each: what the generic kernel's dispatcher weighs them at,
 /// though a border block fills only what its tiles read). `tag` tells this
-/// nest's copies apart from another variant's. With `constants`, the copies
-/// of constant inputs go there.
+/// nest's copies apart from another variant's; the copies of constant inputs
+/// go to `constants`, under names both variants share.
 fn tiled_nest(
     operands: &Operands,
     plan: &StagePlan,
@@ -226,7 +226,7 @@ fn tiled_nest(
     consumer: Option<usize>,
     tag: &str,
     scratch: &mut Vec<Scratch>,
-    mut constants: Option<&mut Vec<ConstantCopies>>,
+    constants: &mut Vec<ConstantCopies>,
 ) -> (Vec<Stmt>, i64) {
     let (op, s, t) = (operands.op, operands.stage, operands.t);
     let stage = &op.stages[s];
@@ -236,7 +236,10 @@ fn tiled_nest(
     let mut sites = Sites::new(Indexer { stage, t }, operands.dims);
     // Resolve every load: the stage's own, then the fused consumer's.
     for site in sites_of(op, s, plan, consumer) {
-        let tag = format!("{tag}{}", site.tag);
+        let tag = match constant_input(op, site.load) {
+            Some(_) => site.tag.clone(),
+            None => format!("{tag}{}", site.tag),
+        };
         let (stmts, buffers) = (out.len(), scratch.len());
         let access = operands.resolve(
             site.load,
@@ -247,9 +250,7 @@ fn tiled_nest(
             &mut out,
             &mut block,
         );
-        if let Some(constants) = constants.as_mut() {
-            keep_constant_copies(op, site.load, constants, scratch, buffers, &mut out, stmts);
-        }
+        keep_constant_copies(op, site.load, constants, scratch, buffers, &mut out, stmts);
         sites.push(site.load, access);
     }
     let order = t.order(plan);
@@ -267,9 +268,21 @@ fn tiled_nest(
     (out, block_fill)
 }
 
+/// The input `load` reads, if it is one of `op`'s constants.
+fn constant_input(op: &Operator, load: &Expr) -> Option<usize> {
+    match load {
+        Expr::Load {
+            tensor: TensorRef::Input(i),
+            ..
+        } if op.constants.contains(i) => Some(*i),
+        _ => None,
+    }
+}
+
 /// Moves the copies `load` just made (the buffers from `scratch[buffers..]`,
 /// the loops from `out[stmts..]`) to its input's entry of `constants`, if it
-/// reads a constant input and their sizes are known.
+/// reads a constant input. The generic kernel's second variant makes the same
+/// copies under the same names as its first: those are kept once.
 fn keep_constant_copies(
     op: &Operator,
     load: &Expr,
@@ -279,35 +292,38 @@ fn keep_constant_copies(
     out: &mut Vec<Stmt>,
     stmts: usize,
 ) {
-    let Expr::Load {
-        tensor: TensorRef::Input(i),
-        ..
-    } = load
-    else {
+    let Some(i) = constant_input(op, load) else {
         return;
     };
-    let copies = &scratch[buffers..];
-    let known = copies.iter().all(|b| b.elems.as_const().is_some());
-    if !op.constants.contains(i) || copies.is_empty() || !known {
+    if scratch.len() == buffers {
         return;
     }
-    let input = buffer_name(op, TensorRef::Input(*i));
+    let input = buffer_name(op, TensorRef::Input(i));
     let c = match constants.iter().position(|c| c.input == input) {
         Some(c) => &mut constants[c],
         None => {
             constants.push(ConstantCopies {
                 input,
-                slot: slot_name(op, *i),
-                // Set once the kernel is whole.
+                slot: slot_name(op, i),
+                // Both set once the kernel is whole.
                 layout: 0,
+                key: Vec::new(),
                 buffers: Vec::new(),
                 fill: Vec::new(),
             });
             constants.last_mut().expect("just pushed")
         }
     };
-    c.buffers.extend(scratch.split_off(buffers));
-    c.fill.extend(out.split_off(stmts));
+    let (copies, fill) = (scratch.split_off(buffers), out.split_off(stmts));
+    if copies.iter().all(|b| c.buffers.contains(b)) {
+        return;
+    }
+    let clash = copies
+        .iter()
+        .any(|b| c.buffers.iter().any(|kept| kept.name == b.name));
+    assert!(!clash, "the variants copy {} differently", c.input);
+    c.buffers.extend(copies);
+    c.fill.extend(fill);
 }
 
 /// Stage `s` (and its fused consumer, which then reads a scratch buffer) with
