@@ -306,3 +306,32 @@ fn a_call_runs_the_bucket_whose_tiles_it_fills() {
     let calls = [(16, 16, 32), (20, 20, 20), (2048, 1, 1)];
     assert_eq!(dispatched("fit", &buckets, &calls), "10 11 0");
 }
+
+/// A thread's call at the sizes of its previous call runs what that one ran
+/// without weighing the buckets again; a call at other sizes, even in one
+/// size only, weighs them: every call of a sequence runs what it runs alone.
+#[test]
+fn a_repeated_call_runs_what_the_same_sizes_ran() {
+    use autotune_codegen::loopnest::IExpr;
+    let buckets = [
+        stub_bucket(0, 16, IExpr::Const(0), (16, 32)),
+        stub_bucket(1, 1024, IExpr::Const(0), (4, 4)),
+    ];
+    // (M, K, N): each differs from the one before in N, or in M and K.
+    let shapes = [(16, 16, 32), (16, 16, 4), (4, 4, 4 << 10), (16, 16, 32)];
+    let alone: Vec<String> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| dispatched(&format!("memo{i}"), &buckets, &[*s]))
+        .collect();
+    let calls: Vec<_> = shapes.iter().flat_map(|s| [*s, *s]).collect();
+    let want: Vec<&str> = alone
+        .iter()
+        .flat_map(|r| [r.as_str(), r.as_str()])
+        .collect();
+    assert_eq!(dispatched("memo", &buckets, &calls), want.join(" "));
+    assert_ne!(
+        alone[0], alone[1],
+        "the shapes should run different kernels"
+    );
+}
