@@ -262,6 +262,7 @@ fn stub_bucket(
         fit: autotune_codegen::emit::TileFit {
             spatial: vec![(IExpr::var("M"), tile.0), (IExpr::var("N"), tile.1)],
             reduce: vec![(IExpr::var("K"), 512)],
+            spills: false,
         },
     }
 }
@@ -305,6 +306,25 @@ fn a_call_runs_the_bucket_whose_tiles_it_fills() {
     // reduction block: the default, 0.
     let calls = [(16, 16, 32), (20, 20, 20), (2048, 1, 1)];
     assert_eq!(dispatched("fit", &buckets, &calls), "10 11 0");
+}
+
+/// Of two buckets whose tiles a call fills alike, a farther one runs rather
+/// than one whose register tile spills: in the generic kernel the
+/// 127×255×511 config's 16 × 2 accumulators ran a 64³ call at 118 GFLOP/s,
+/// a farther config's 8 × 2 at 163.
+#[test]
+fn a_call_runs_a_farther_bucket_before_one_whose_tile_spills() {
+    use autotune_codegen::loopnest::IExpr;
+    let mut near = stub_bucket(0, 64, IExpr::Const(0), (16, 32));
+    near.fit.spills = true;
+    let buckets = [near, stub_bucket(1, 128, IExpr::Const(0), (8, 32))];
+    assert_eq!(dispatched("spills", &buckets, &[(64, 64, 64)]), "11");
+    // Without the spill, the nearer bucket: 10.
+    let buckets = [
+        stub_bucket(0, 64, IExpr::Const(0), (16, 32)),
+        stub_bucket(1, 128, IExpr::Const(0), (8, 32)),
+    ];
+    assert_eq!(dispatched("spills-not", &buckets, &[(64, 64, 64)]), "10");
 }
 
 /// A thread's call at the sizes of its previous call runs what that one ran

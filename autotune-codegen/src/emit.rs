@@ -134,6 +134,9 @@ pub struct TileFit {
     pub spatial: Vec<(IExpr, i64)>,
     /// Each reduction axis's extent and inner block (split).
     pub reduce: Vec<(IExpr, i64)>,
+    /// Whether its accumulators and one row of the vector operand need more
+    /// vector registers than the ISA has ([`SPILLS`]).
+    pub spills: bool,
 }
 
 /// Calls with fewer iterations than this run the default schedule without
@@ -151,6 +154,14 @@ const REDUCE_OVERHEAD: i64 = 8;
 /// at twice the 1024³ one's speed, whose tiles fit it as well).
 const ANCHOR_DISTANCE: i64 = 3;
 
+/// A bucket whose register tile spills ([`TileFit::spills`]) counts for this
+/// share of its fit: in the generic kernel its symbolic strides take
+/// registers too, and the 127×255×511 config's 16 × 2 zmm accumulators ran
+/// at 0.76–0.80× their specialisation, and a 64³ call at 118 GFLOP/s where
+/// an 8 × 2 tile of the same fit ran it at 163. (Chosen on the dispatch
+/// benchmark's design shapes, checked on its held-out ones.)
+const SPILLS: f64 = 0.8;
+
 /// Below this fit (a twentieth of the work a kernel computes is kept) no
 /// tiled kernel beats the default schedule: 17×1×44 ran every bucket of a
 /// GEMM at 0.2–2 GFLOP/s, the default at 5.
@@ -162,7 +173,8 @@ const MIN_FIT: f64 = 0.05;
 /// bucket's fit is the share of its computed tiles the call keeps (along
 /// each spatial axis, the call's extent over that extent rounded up to whole
 /// tiles) times the share of its reduction blocks' time spent on steps
-/// ([`REDUCE_OVERHEAD`]), weighed down by the distance from its anchor (in
+/// ([`REDUCE_OVERHEAD`]) and, for a tile that spills, [`SPILLS`]; weighed
+/// down by the distance from its anchor (in
 /// half-octaves, summed over the variables; [`ANCHOR_DISTANCE`]); the first
 /// on a tie. `naive` when no bucket is left or fits by [`MIN_FIT`], when the
 /// call is small, or when the CPU is below `min_isa` (the level the buckets
@@ -282,7 +294,8 @@ pub fn generic_dispatcher(
         );
         let steps = (!steps.is_empty())
             .then(|| format!("(double)({steps}) / (double)({steps} + {REDUCE_OVERHEAD})"));
-        let fit = join_or(kept.chain(steps), " * ", "1.0");
+        let spills = b.fit.spills.then(|| format!("{SPILLS:?}"));
+        let fit = join_or(kept.chain(steps).chain(spills), " * ", "1.0");
         let _ = writeln!(
             s,
             "    if ({} < work__) {{\n\

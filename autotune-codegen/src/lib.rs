@@ -294,7 +294,7 @@ pub fn generic_c(
             setup: kernel.setup.clone(),
             kernel: kernel.symbol,
             range,
-            fit: tile_fit(op, &space, &plan),
+            fit: tile_fit(op, &space, &plan, tiled),
         });
     }
     c.push_str(&emit::kernel_c(&naive, isas));
@@ -309,8 +309,13 @@ pub fn generic_c(
 
 /// The register tile of `plan`'s main stage, the tiled stage with the most
 /// iterations at the space's shapes (the first of equals), that a generic
-/// kernel's dispatcher weighs a call against.
-fn tile_fit(op: &Operator, space: &Space, plan: &[space::StageSchedule]) -> emit::TileFit {
+/// kernel's dispatcher weighs a call against; compiled for `isa`.
+fn tile_fit(
+    op: &Operator,
+    space: &Space,
+    plan: &[space::StageSchedule],
+    isa: Isa,
+) -> emit::TileFit {
     let mut main: Option<(f64, usize, &space::TiledStage, &space::StagePlan)> = None;
     for (s, (kind, schedule)) in space.stages.iter().zip(plan).enumerate() {
         let (
@@ -334,7 +339,14 @@ fn tile_fit(op: &Operator, space: &Space, plan: &[space::StageSchedule]) -> emit
         return emit::TileFit::default();
     };
     let extents = lower::generic_extents(op, s);
+    // Its accumulators at this ISA's width, one row of the vector operand
+    // beside them, and the broadcast operand.
+    let narrowed = p.narrowed(isa.max_lanes(op.dtype.size()));
+    let row = narrowed
+        .vector
+        .map_or(1, |(v, w)| (narrowed.tile[v] / w as i64).max(1) as usize);
     emit::TileFit {
+        spills: narrowed.accumulators() + row + 1 > isa.vector_registers(),
         spatial: (0..info.n_spatial)
             .map(|a| (extents[a].clone(), p.tile[a]))
             .collect(),

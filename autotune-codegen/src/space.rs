@@ -399,6 +399,14 @@ impl StagePlan {
             .is_some_and(|(a, w)| self.tile[a] - w as i64 >= extents[a])
     }
 
+    /// This plan with no vector wider than `max_lanes` ([`StageSchedule::narrowed`]).
+    pub fn narrowed(&self, max_lanes: usize) -> StagePlan {
+        StagePlan {
+            vector: self.vector.map(|(a, w)| (a, w.min(max_lanes))),
+            ..self.clone()
+        }
+    }
+
     /// Locals of the register tile: elements, counting a vector as one.
     pub fn accumulators(&self) -> usize {
         self.tile
@@ -429,10 +437,7 @@ impl StageSchedule {
     /// ISA clone is lowered with its own width ([`Isa::max_lanes`]).
     pub fn narrowed(&self, max_lanes: usize) -> StageSchedule {
         match self {
-            StageSchedule::Tiled(p) => StageSchedule::Tiled(StagePlan {
-                vector: p.vector.map(|(a, w)| (a, w.min(max_lanes))),
-                ..p.clone()
-            }),
+            StageSchedule::Tiled(p) => StageSchedule::Tiled(p.narrowed(max_lanes)),
             other => other.clone(),
         }
     }

@@ -65,6 +65,14 @@ impl Isa {
         bytes / elem_bytes
     }
 
+    /// The vector registers of this level (x86: zmm0–31, ymm0–15, xmm0–15).
+    pub fn vector_registers(self) -> usize {
+        match self {
+            Isa::Avx512 => 32,
+            Isa::Avx2 | Isa::Baseline => 16,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Isa::Avx512 => "avx512",

@@ -938,3 +938,25 @@ fn the_dispatcher_weighs_per_block_copies() {
         "the dispatcher does not weigh the {block}-element block copy: {case}"
     );
 }
+
+/// A bucket whose accumulators and a row of its vector operand need more
+/// vector registers than the ISA has (16 × 2 zmm for the 127×255×511 config,
+/// 35 of 32) is weighed down by its dispatcher; the default config's 6 × 3
+/// (22) is not.
+#[test]
+fn the_dispatcher_weighs_down_a_register_tile_that_spills() {
+    let w = common::gemm(127, 255, 511);
+    let fit = |config: Config| -> String {
+        let c = generic_at_anchor(&w, config);
+        let line = c
+            .lines()
+            .find(|l| l.trim_start().starts_with("const double fit = "))
+            .expect("the dispatcher's fit of the tiled kernel");
+        line.trim().to_string()
+    };
+    let spills = fit(PACKED_PER_BLOCK_127.parse().unwrap());
+    assert!(spills.ends_with(" * 0.8;"), "{spills}");
+    let space = Space::new(&w.op, w.shapes());
+    let fits = fit(space.default_config(&w.op, w.shapes()));
+    assert!(!fits.contains("0.8"), "{fits}");
+}
