@@ -960,3 +960,74 @@ fn the_dispatcher_weighs_down_a_register_tile_that_spills() {
     let fits = fit(space.default_config(&w.op, w.shapes()));
     assert!(!fits.contains("0.8"), "{fits}");
 }
+
+/// Generic kernels of operators with constant inputs keep their copies of
+/// them in the handle's slot, found again by the sizes the copies read: a
+/// GEMM with `b` constant and a 3×3 conv with its weights and bias constant,
+/// each config checked at random shapes (the measurement program checks the
+/// second call through the handles, which reads the first one's copies).
+#[test]
+fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
+    let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generic-constants");
+    const SIZES: [i64; 8] = [1, 2, 3, 7, 13, 16, 17, 33];
+    let ops = [
+        common::workload(
+            "constant(b), specialize(M = 16, N = 32, K = 24)",
+            "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+                compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+            }",
+        ),
+        common::workload(
+            "constant(w, b), R = 3, S = 3, specialize(C = 8, H = 8, W = 8, K = 16)",
+            "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
+                let y: Tensor<f32, (K, H, W)> =
+                    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+                compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+            }",
+        ),
+    ];
+    let mut jobs = Vec::new();
+    for w in ops {
+        let (op, anchor) = (&w.op, w.shapes().to_vec());
+        let space = Space::new(op, &anchor);
+        let mut configs = vec![space.default_config(op, &anchor)];
+        configs.extend(
+            (0..200)
+                .map(|_| space.config_at(rng.gen_range(0..space.size())))
+                .filter(|c| space.sensible(c))
+                .take(2),
+        );
+        // Every operand packed whole: the constants' copies are kept.
+        let packed = with_reads(&space, &configs[..1], 1);
+        let c = generic_at_anchor(&w, packed[0].clone());
+        assert!(
+            c.contains("at_const_find_keyed("),
+            "{}: no kept copies",
+            op.name
+        );
+        configs.extend(packed);
+        let at = with_shape_from(op, &SIZES, &mut rng).expect("a shape from SIZES");
+        let w = Workload {
+            spec: at.specializations.len() - 1,
+            op: at,
+        };
+        jobs.push((w, anchor, configs, root.join(&op.name)));
+    }
+    let tallies = measure::on_every_core(&jobs, |(w, anchor, configs, dir)| {
+        check_generic(w, anchor, configs, dir, seed)
+    });
+    for (t, (w, ..)) in tallies.iter().zip(&jobs) {
+        println!(
+            "{}: {} configs checked, {} skipped at tuning's limits, {} miscompiled",
+            w.key(),
+            t.checked,
+            t.skipped,
+            t.miscompiled
+        );
+        // The default and the packed config at least (random ones may pass a
+        // loaded machine's compile limit).
+        assert!(t.checked >= 2, "{}: too few configs checked", w.key());
+    }
+}
