@@ -656,7 +656,7 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
     let mut offsets: Vec<Vec<String>> = Vec::new();
     for c in &k.constants {
         let (cb, fill) = (format!("cb__{}", c.input), format!("cf__{}", c.input));
-        let bytes = if c.key.is_empty() {
+        let (at, bytes) = if c.key.is_empty() {
             w.line(
                 1,
                 &format!(
@@ -665,47 +665,14 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
                 ),
             );
             let (at, bytes) = c.layout_bytes(k.dtype.size());
-            offsets.push(at.iter().map(|o| o.to_string()).collect());
-            bytes.to_string()
+            (
+                at.iter().map(|o| o.to_string()).collect(),
+                bytes.to_string(),
+            )
         } else {
-            let (sizes, size, keep) = (
-                format!("cs__{}", c.input),
-                format!("cz__{}", c.input),
-                format!("ck__{}", c.input),
-            );
-            let n = c.key.len();
-            w.line(
-                1,
-                &format!("const int64_t {sizes}[{n}] = {{{}}};", c.key.join(", ")),
-            );
-            w.line(
-                1,
-                &format!("size_t {size} = at_const_grow(0, sizeof {sizes});"),
-            );
-            let mut at = Vec::new();
-            for b in &c.buffers {
-                let name = format!("co__{}", b.name);
-                w.line(1, &format!("const size_t {name} = {size};"));
-                w.line(
-                    1,
-                    &format!(
-                        "{size} = at_const_grow({size}, sizeof({t}) * ((size_t)({}) + 1));",
-                        iexpr(&b.elems)
-                    ),
-                );
-                at.push(name);
-            }
-            offsets.push(at);
-            w.line(1, &format!("int {keep} = 0;"));
-            w.line(
-                1,
-                &format!(
-                    "at_const_block *{cb} = {0} ? at_const_find_keyed({0}, {1:#x}ull, {sizes}, {n}, &{keep}) : NULL;",
-                    c.slot, c.layout
-                ),
-            );
-            format!("at_const_grow(AT_CONST_HEAD, {size})")
+            open_keyed(w, c, t)
         };
+        offsets.push(at);
         w.line(1, &format!("const int {fill} = !{cb};"));
         w.line(
             1,
@@ -735,6 +702,50 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
             );
         }
     }
+}
+
+/// The lookup of a keyed block ([`ConstantCopies::key`]): the call's sizes,
+/// the block's layout computed from them (each buffer on its own cache
+/// lines, after the sizes), and the search of the slot. Returns where each
+/// buffer starts in the block's data and the block's size (C expressions).
+fn open_keyed(w: &mut Writer, c: &ConstantCopies, t: &str) -> (Vec<String>, String) {
+    let (cb, sizes, size, keep) = (
+        format!("cb__{}", c.input),
+        format!("cs__{}", c.input),
+        format!("cz__{}", c.input),
+        format!("ck__{}", c.input),
+    );
+    let n = c.key.len();
+    w.line(
+        1,
+        &format!("const int64_t {sizes}[{n}] = {{{}}};", c.key.join(", ")),
+    );
+    w.line(
+        1,
+        &format!("size_t {size} = at_const_grow(0, sizeof {sizes});"),
+    );
+    let mut at = Vec::new();
+    for b in &c.buffers {
+        let name = format!("co__{}", b.name);
+        w.line(1, &format!("const size_t {name} = {size};"));
+        w.line(
+            1,
+            &format!(
+                "{size} = at_const_grow({size}, sizeof({t}) * ((size_t)({}) + 1));",
+                iexpr(&b.elems)
+            ),
+        );
+        at.push(name);
+    }
+    w.line(1, &format!("int {keep} = 0;"));
+    w.line(
+        1,
+        &format!(
+            "at_const_block *{cb} = {0} ? at_const_find_keyed({0}, {1:#x}ull, {sizes}, {n}, &{keep}) : NULL;",
+            c.slot, c.layout
+        ),
+    );
+    (at, format!("at_const_grow(AT_CONST_HEAD, {size})"))
 }
 
 /// Before a failed call returns: the blocks it allocated.
