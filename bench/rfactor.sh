@@ -30,13 +30,16 @@ echo "gcc: $(gcc --version | head -1)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 $PIN "$BUILD/peak" 1 | grep fma
 SHAPES="472:560 1024:1024 256:4096"
+declare -A TUNED  # the best config of each "<op>-<spec>"
 i=0
 for s in $SHAPES; do
     m=${s%%:*}; k=${s#*:}
     for op in gemv gemv_rf; do
         echo "## $op spec $i (M=$m K=$k)"
-        $PIN $AT tune $OPS --op $op --spec $i --threads 1 --trials "$TRIALS" --no-transfer \
-            --log "$BUILD/$op-$i.jsonl" --dir "$BUILD/tune" 2>&1 | grep -E '^(best|config):'
+        found="$($PIN $AT tune $OPS --op $op --spec $i --threads 1 --trials "$TRIALS" --no-transfer \
+            --log "$BUILD/$op-$i.jsonl" --dir "$BUILD/tune" 2>&1 | grep -E '^(best|config):')"
+        echo "$found"
+        TUNED[$op-$i]="$(sed -n 's/^config: //p' <<<"$found")"
     done
     i=$((i + 1))
 done
@@ -46,9 +49,9 @@ for s in $SHAPES; do
     m=${s%%:*}; k=${s#*:}
     fixed="${FIXED/p.split.ko=35/p.split.ko=$(( k / 16 < 256 ? k / 16 : 256 ))}"
     d=$($PIN $AT bench $OPS --op gemv --spec $i --dir "$BUILD/b" | rate)
-    t=$($PIN $AT bench $OPS --op gemv --spec $i --config "$(grep -A2 "^## gemv spec $i " "$OUT" | sed -n 's/^config: //p')" --dir "$BUILD/b" | rate)
+    t=$($PIN $AT bench $OPS --op gemv --spec $i --config "${TUNED[gemv-$i]}" --dir "$BUILD/b" | rate)
     f=$($PIN $AT bench $OPS --op gemv_rf --spec $i --config "$fixed" --dir "$BUILD/b" | rate)
-    r=$($PIN $AT bench $OPS --op gemv_rf --spec $i --config "$(grep -A2 "^## gemv_rf spec $i " "$OUT" | sed -n 's/^config: //p')" --dir "$BUILD/b" | rate)
+    r=$($PIN $AT bench $OPS --op gemv_rf --spec $i --config "${TUNED[gemv_rf-$i]}" --dir "$BUILD/b" | rate)
     echo "autotune $m $k $d $t $f $r"
     i=$((i + 1))
 done
