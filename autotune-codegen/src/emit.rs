@@ -369,6 +369,9 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
     if bodies.contains(STRIDE2_PREFIX) {
         s.push_str(STRIDE2_C);
     }
+    if bodies.contains(HREDUCE_PREFIX) {
+        s.push_str(HREDUCE_C);
+    }
     s.push_str(&bodies);
     let _ = writeln!(s, "int32_t {}({}) {{", k.symbol, params.join(", "));
     match isas {
@@ -464,6 +467,36 @@ pub const STRIDE2_C: &str = r#"#ifndef AT_LOAD_STRIDE2
 #define at_load_s2_v4(p) AT_LOAD_S2(at_v4, p, 3, 0, 2, 5, 7)
 #define at_load_s2_v8(p) AT_LOAD_S2(at_v8, p, 7, 0, 2, 4, 6, 9, 11, 13, 15)
 #define at_load_s2_v16(p) AT_LOAD_S2(at_v16, p, 15, 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31)
+#endif
+"#;
+
+/// The prefix of a vector's lanes combined into one ([`HREDUCE_C`]).
+const HREDUCE_PREFIX: &str = "at_hred_";
+
+/// A vector's lanes combined into one value (`at_hred_add_v16(x)`, and
+/// `at_hred_max_v…`, `at_hred_min_v…`): its halves combined lane-wise until two lanes remain, so
+/// 16 lanes take four vector operations, not fifteen scalar ones. The halves
+/// are copied out (GCC and clang make one extract of each), which every
+/// compiler version takes, as the shuffle builtins are not. Defined only in
+/// files whose kernels use them, as [`STRIDE2_C`].
+pub const HREDUCE_C: &str = r#"#ifndef AT_HREDUCE
+#define AT_HREDUCE
+#define AT_HALVES(T, H, x, f) ({ const T x__ = (x); H lo__, hi__; \
+  __builtin_memcpy(&lo__, &x__, sizeof lo__); \
+  __builtin_memcpy(&hi__, (const char *)&x__ + sizeof lo__, sizeof hi__); f(H, lo__, hi__); })
+#define AT_VADD(H, a, b) ((a) + (b))
+#define at_hred_add_v2(x) ({ const at_v2 p__ = (x); p__[0] + p__[1]; })
+#define at_hred_add_v4(x) at_hred_add_v2(AT_HALVES(at_v4, at_v2, x, AT_VADD))
+#define at_hred_add_v8(x) at_hred_add_v4(AT_HALVES(at_v8, at_v4, x, AT_VADD))
+#define at_hred_add_v16(x) at_hred_add_v8(AT_HALVES(at_v16, at_v8, x, AT_VADD))
+#define at_hred_max_v2(x) ({ const at_v2 p__ = (x); at_max(p__[0], p__[1]); })
+#define at_hred_max_v4(x) at_hred_max_v2(AT_HALVES(at_v4, at_v2, x, at_vmax))
+#define at_hred_max_v8(x) at_hred_max_v4(AT_HALVES(at_v8, at_v4, x, at_vmax))
+#define at_hred_max_v16(x) at_hred_max_v8(AT_HALVES(at_v16, at_v8, x, at_vmax))
+#define at_hred_min_v2(x) ({ const at_v2 p__ = (x); at_min(p__[0], p__[1]); })
+#define at_hred_min_v4(x) at_hred_min_v2(AT_HALVES(at_v4, at_v2, x, at_vmin))
+#define at_hred_min_v8(x) at_hred_min_v4(AT_HALVES(at_v8, at_v4, x, at_vmin))
+#define at_hred_min_v16(x) at_hred_min_v8(AT_HALVES(at_v16, at_v8, x, at_vmin))
 #endif
 "#;
 
@@ -1104,6 +1137,18 @@ impl Writer {
             VExpr::Local(n) => (n.clone(), self.lanes.get(n).copied().unwrap_or(1)),
             VExpr::Lane(n, l) => (format!("{n}[{}]", iexpr(l)), 1),
             VExpr::Splat(v, lanes) => (self.widen(self.vexpr(v), *lanes), *lanes),
+            VExpr::Horizontal(op, v) => {
+                let (v, lanes) = self.vexpr(v);
+                let name = match op {
+                    BinaryOp::Max => "max",
+                    BinaryOp::Min => "min",
+                    _ => "add",
+                };
+                match lanes {
+                    1 => (v, 1),
+                    _ => (format!("{HREDUCE_PREFIX}{name}_v{lanes}({v})"), 1),
+                }
+            }
             VExpr::Load {
                 buf,
                 index,

@@ -164,6 +164,9 @@ pub enum VExpr {
     Splat(Box<VExpr>, usize),
     Unary(UnaryOp, Box<VExpr>),
     Binary(BinaryOp, Box<VExpr>, Box<VExpr>),
+    /// The lanes of a vector combined into one value with `+`, max or min
+    /// (the accumulator of lanes along a reduction, in the store).
+    Horizontal(BinaryOp, Box<VExpr>),
 }
 
 /// The comment that opens a border tile's code (the `else` of a register
@@ -198,7 +201,7 @@ impl VExpr {
                         .iter()
                         .any(|g| g.index.mentions(v) || g.bound.mentions(v))
             }
-            VExpr::Splat(e, _) | VExpr::Unary(_, e) => e.mentions(v),
+            VExpr::Splat(e, _) | VExpr::Unary(_, e) | VExpr::Horizontal(_, e) => e.mentions(v),
             VExpr::Binary(_, a, b) => a.mentions(v) || b.mentions(v),
         }
     }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use autotune_lang::analysis::{fusible_consumer, load_sites, single_reduction, Reduction};
-use autotune_lang::ir::{DType, Expr, Operator, Stage, TensorRef};
+use autotune_lang::ir::{Affine, DType, Expr, Operator, Stage, TensorRef};
 
 use crate::target::Isa;
 
@@ -284,6 +284,10 @@ pub struct Space {
     /// Per fusible consumer: its producer's `fuse` knob and the consumer's own knobs,
     /// which are dead while that knob is on.
     fusion: Vec<(usize, Vec<usize>)>,
+    /// Per stage that may have lanes along its reduction: its `vector` knob,
+    /// the choices that put them there, and its `pack` knobs, which are dead
+    /// while one of those is chosen (its operands are read in place).
+    lane_packs: Vec<(usize, Vec<usize>, Vec<usize>)>,
 }
 
 /// How the space treats a stage.
@@ -317,6 +321,9 @@ pub struct TiledStage {
     /// The load sites (by position) that may read in place with guarded
     /// border tiles ([`Read::Guard`]): padded loads under the reduction.
     pub guardable: Vec<usize>,
+    /// Whether the vector may run along the innermost reduction axis
+    /// ([`StagePlan::reduce_lanes`]).
+    pub lanes_on_reduction: bool,
     /// Whether a consumer can be fused into this stage's store.
     pub fusible_consumer: Option<usize>,
 }
@@ -346,6 +353,15 @@ pub struct StagePlan {
     pub reduce_at: usize,
     /// Vectorised spatial axis and lanes.
     pub vector: Option<(usize, usize)>,
+    /// Lanes along the innermost reduction axis instead (the knob value
+    /// names that axis, e.g. `k16`): each accumulator sums a vector of
+    /// partial results, one per lane, combined across its lanes once, in the
+    /// store (TVM's rfactor, inside the register tile). For a stage whose
+    /// only unit-stride reads run along its reduction, such as a matrix
+    /// times a vector: vectorised along the output, its rows are 4 bytes
+    /// wide. Never with a spatial vector; its operands are read in place
+    /// ([`Read::Direct`]).
+    pub reduce_lanes: Option<usize>,
     /// Unroll depth of the innermost reduction loop.
     pub unroll: usize,
     /// Number of leading outer loops fused into one parallel loop.
@@ -403,6 +419,7 @@ impl StagePlan {
     pub fn narrowed(&self, max_lanes: usize) -> StagePlan {
         StagePlan {
             vector: self.vector.map(|(a, w)| (a, w.min(max_lanes))),
+            reduce_lanes: self.reduce_lanes.map(|w| w.min(max_lanes)),
             ..self.clone()
         }
     }
@@ -493,6 +510,7 @@ impl Space {
                 loads: load_sites(&stage.body).len(),
                 blockable: sites_under_reduction(stage),
                 guardable: guardable_sites(stage),
+                lanes_on_reduction: lanes_on_reduction(stage),
                 fusible_consumer: fusible,
             };
             stage_knobs(&mut knobs, stage, &info, shapes, lanes);
@@ -521,22 +539,54 @@ impl Space {
                 _ => None,
             })
             .collect();
+        let lane_packs = stages
+            .iter()
+            .enumerate()
+            .filter_map(|(s, st)| match st {
+                StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. } => {
+                    let &r = i.reduce_axes.last().filter(|_| i.lanes_on_reduction)?;
+                    let vector = knob(&KnobName::new(&i.prefix, KnobKind::Vector))?;
+                    let name = &op.stages[s].axes[r].name;
+                    let along = (0..knobs[vector].choices.len())
+                        .filter(|&c| {
+                            matches!(&knobs[vector].choices[c], Value::Name(v)
+                                if v.strip_prefix(name.as_str())
+                                    .is_some_and(|w| w.parse::<usize>().is_ok()))
+                        })
+                        .collect();
+                    let packs = (0..i.loads)
+                        .filter_map(|site| knob(&KnobName::new(&i.prefix, KnobKind::Pack(site))))
+                        .collect();
+                    Some((vector, along, packs))
+                }
+                StageKind::Default => None,
+            })
+            .collect();
         Space {
             knobs,
             op: op.clone(),
             stages,
             dtype: op.dtype,
             fusion,
+            lane_packs,
         }
     }
 
     /// Which knobs change the code at these digits: a fusible consumer's own knobs do
-    /// not while its producer's `fuse` knob is on (it is computed in that store).
+    /// not while its producer's `fuse` knob is on (it is computed in that store), nor
+    /// a stage's `pack` knobs while its lanes run along its reduction.
     pub fn live_knobs(&self, digits: &[usize]) -> Vec<bool> {
         let mut live = vec![true; self.knobs.len()];
         for (fuse, consumer) in &self.fusion {
             if self.knobs[*fuse].choices[digits[*fuse]] == Value::Int(1) {
                 for &k in consumer {
+                    live[k] = false;
+                }
+            }
+        }
+        for (vector, along, packs) in &self.lane_packs {
+            if along.contains(&digits[*vector]) {
+                for &k in packs {
                     live[k] = false;
                 }
             }
@@ -547,7 +597,7 @@ impl Space {
     /// `index` with every dead knob at its first choice, so that configs lowering to
     /// the same code share one index (and a tuner never measures one twice).
     pub fn canonical(&self, index: u128) -> u128 {
-        if self.fusion.is_empty() {
+        if self.fusion.is_empty() && self.lane_packs.is_empty() {
             return index;
         }
         let mut d = self.digits(index);
@@ -722,8 +772,8 @@ impl Space {
             let stage = &op.stages[s];
             let p = &info.prefix;
             let last = info.n_spatial.checked_sub(1);
-            // The last axis vectorised, with the widest vector it fills.
-            let vector = last.and_then(|a| {
+            // The widest vector axis `a` fills, if the space offers it.
+            let widest = |a: usize| {
                 let e = stage.axes[a].extent.value(shapes);
                 let w = if e >= width {
                     width
@@ -737,8 +787,36 @@ impl Space {
                     k.name == KnobName::new(p, KnobKind::Vector) && k.choices.contains(&name)
                 });
                 offered.then_some((name, e, w))
-            });
+            };
+            // Lanes along the reduction where no operand runs along the last
+            // axis (a matrix times a vector), 8 rows of them a tile.
+            let along = info
+                .reduce_axes
+                .last()
+                .filter(|_| last.is_some_and(|l| !unit_stride_along(stage, l)))
+                .and_then(|&r| widest(r));
+            if along.is_some() {
+                for k in self.knobs.iter().filter(|k| k.name.stage == *p) {
+                    let v = match &k.name.kind {
+                        KnobKind::Vector => along.as_ref().map(|(name, ..)| name.clone()),
+                        KnobKind::Tile(axis) if Some(axis) == last.map(|l| &stage.axes[l].name) => {
+                            Some(pick(k, 8))
+                        }
+                        KnobKind::Tile(_) | KnobKind::Block(_) => Some(pick(k, 1)),
+                        KnobKind::Pack(_) => Some(Value::Int(0)),
+                        _ => None,
+                    };
+                    if let Some(v) = v {
+                        c.insert(k.name.clone(), v);
+                    }
+                }
+            }
+            // Else the last axis vectorised, with the widest vector it fills.
+            let vector = last.and_then(widest);
             for k in self.knobs.iter().filter(|k| k.name.stage == *p) {
+                if along.is_some() && c.contains_key(&k.name) {
+                    continue;
+                }
                 let v = if k.name.kind == KnobKind::Vector {
                     vector
                         .as_ref()
@@ -872,6 +950,12 @@ fn stage_knobs(
         });
         for w in lanes {
             vector.push(Value::Name(format!("{name}{w}")));
+        }
+    }
+    // (After the spatial values, which keep their places.)
+    if let Some(&r) = info.reduce_axes.last().filter(|_| info.lanes_on_reduction) {
+        for w in lanes {
+            vector.push(Value::Name(format!("{}{w}", stage.axes[r].name)));
         }
     }
     for &a in &info.reduce_axes {
@@ -1039,18 +1123,68 @@ fn guardable_sites(stage: &Stage) -> Vec<usize> {
         .collect()
 }
 
+/// Whether some load of the stage reads along spatial axis `a` at unit
+/// stride (in its last dimension): a vector along `a` loads it whole.
+fn unit_stride_along(stage: &Stage, a: usize) -> bool {
+    load_sites(&stage.body).iter().any(|site| {
+        matches!(site, Expr::Load { index, .. }
+            if index.last().is_some_and(|ix| ix.terms.iter().any(|&(b, c)| b == a && c == 1)))
+    })
+}
+
+/// Whether the vector may run along the stage's innermost reduction axis
+/// ([`StagePlan::reduce_lanes`]): some load under its reduction reads along
+/// that axis, and every one that does reads it in its last dimension only,
+/// at unit stride and unpadded (lanes in one run of memory, and no border
+/// that would test them); the others read one value for all lanes.
+fn lanes_on_reduction(stage: &Stage) -> bool {
+    let Reduction::One(Expr::Reduce { axes, body, .. }) = single_reduction(&stage.body) else {
+        return false;
+    };
+    let Some(&r) = axes.last() else {
+        return false;
+    };
+    let step = |ix: &Affine| -> i64 {
+        ix.terms
+            .iter()
+            .filter(|(a, _)| *a == r)
+            .map(|(_, c)| c)
+            .sum()
+    };
+    let mut along = false;
+    for site in load_sites(body) {
+        let Expr::Load { index, pad, .. } = site else {
+            unreachable!("load sites are loads")
+        };
+        let Some((last, outer)) = index.split_last() else {
+            continue;
+        };
+        let reads = |ix: &Affine| ix.terms.iter().any(|(a, _)| *a == r);
+        if outer.iter().any(reads) || (reads(last) && (step(last) != 1 || pad.is_some())) {
+            return false;
+        }
+        along |= reads(last);
+    }
+    along
+}
+
 fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
     let p = info.prefix.as_str();
     let knob = |kind| KnobName::new(p, kind);
     let axis_name = |a: usize| stage.axes[a].name.as_str();
-    let vector = if info.n_spatial == 0 {
-        None
-    } else {
+    let lanes_of = |a: usize| -> Option<usize> {
         let v = c.name(&knob(KnobKind::Vector));
-        (0..info.n_spatial).find_map(|a| {
-            let w = v.strip_prefix(axis_name(a))?.parse::<usize>().ok()?;
-            Some((a, w))
-        })
+        v.strip_prefix(axis_name(a))?.parse::<usize>().ok()
+    };
+    let vector = match info.n_spatial {
+        0 => None,
+        n => (0..n).find_map(|a| Some((a, lanes_of(a)?))),
+    };
+    let reduce_lanes = match info.reduce_axes.last() {
+        Some(&r) if vector.is_none() && info.n_spatial > 0 && info.lanes_on_reduction => {
+            lanes_of(r)
+        }
+        _ => None,
     };
     let order_text = c.name(&knob(KnobKind::Order));
     let axis = |n: &str| {
@@ -1108,6 +1242,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         reduce_at,
         merge,
         vector,
+        reduce_lanes,
         unroll: if info.reduce_axes.is_empty() {
             1
         } else {
@@ -1116,7 +1251,9 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         parallel: c.int(&knob(KnobKind::Parallel)) as usize,
         reads: (0..info.loads)
             .map(|s| {
-                if info.reduce_axes.is_empty() {
+                // (Lanes along the reduction read in place: other `pack`
+                // values lower as these do, and the search skips them.)
+                if info.reduce_axes.is_empty() || reduce_lanes.is_some() {
                     return Read::Direct;
                 }
                 match c.int(&knob(KnobKind::Pack(s))) {

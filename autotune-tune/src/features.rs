@@ -917,6 +917,8 @@ impl Walker {
                 0.0
             }
             VExpr::Splat(x, _) => self.vexpr(x, 1, out),
+            // Halves combined: one operation per halving.
+            VExpr::Horizontal(_, x) => (lanes.max(2) as f64).log2() + self.vexpr(x, lanes, out),
             VExpr::Unary(_, x) => lanes as f64 + self.vexpr(x, lanes, out),
             VExpr::Binary(_, a, b) => {
                 lanes as f64 + self.vexpr(a, lanes, out) + self.vexpr(b, lanes, out)

@@ -389,8 +389,10 @@ fn sensible_configs_keep_every_vector_on_its_axis() {
 
 /// A fused epilogue's own knobs are dead: configs differing only there get one index
 /// and the same C, so tuners never measure the same kernel twice.
+/// Dead knobs: a fused epilogue's own, and the `pack` knobs of a stage whose
+/// lanes run along its reduction (its operands are read in place).
 #[test]
-fn canonical_index_ignores_the_knobs_of_a_fused_epilogue() {
+fn canonical_index_ignores_dead_knobs() {
     let op = test_ops()
         .into_iter()
         .find(|o| o.name == "dense_bias_relu")
@@ -409,30 +411,71 @@ fn canonical_index_ignores_the_knobs_of_a_fused_epilogue() {
         .unwrap()
     };
     let mut rng = StdRng::seed_from_u64(3);
-    let (mut fused, mut unfused) = (0, 0);
-    for _ in 0..200 {
+    let (mut fused, mut along, mut neither) = (0, 0, 0);
+    for _ in 0..300 {
         let i = rng.gen_range(0..space.size());
         let canon = space.canonical(i);
         assert_eq!(space.canonical(canon), canon, "idempotent");
         let c = space.config_at(i);
         let live = space.live_knobs(&space.digits(i));
-        if c.get("y.fuse").map(|v| v.to_string()).as_deref() == Some("1") {
-            fused += 1;
-            assert!(space
+        let dead_in = |stage: &str| {
+            space
                 .knobs
                 .iter()
                 .zip(&live)
-                .any(|(k, l)| !l && k.name.stage == "output"));
-            if fused <= 5 {
-                assert_eq!(c_of(i), c_of(canon), "dead knobs do not change the code");
-            }
-        } else {
-            unfused += 1;
+                .any(|(k, l)| !l && k.name.stage == stage)
+        };
+        let is = |knob: &str, v: &str| c.get(knob).map(|v| v.to_string()).as_deref() == Some(v);
+        let fuses = is("y.fuse", "1");
+        let lanes = c
+            .get("y.vector")
+            .is_some_and(|v| v.to_string().starts_with('k'));
+        if fuses {
+            fused += 1;
+            assert!(dead_in("output"));
+        }
+        if lanes {
+            along += 1;
+            let packs_dead = space.knobs.iter().zip(&live).all(|(k, l)| {
+                !(k.name.stage == "y" && matches!(k.name.kind, KnobKind::Pack(_))) || !l
+            });
+            assert!(packs_dead, "y's pack knobs are dead with lanes along k");
+        }
+        if (fuses && fused <= 5) || (lanes && along <= 5) {
+            assert_eq!(c_of(i), c_of(canon), "dead knobs do not change the code");
+        }
+        if !fuses && !lanes {
+            neither += 1;
             assert!(live.iter().all(|&l| l));
             assert_eq!(canon, i, "with the epilogue unfused every knob counts");
         }
     }
-    assert!(fused > 0 && unfused > 0);
+    assert!(
+        fused > 0 && along > 0 && neither > 0,
+        "{fused} {along} {neither}"
+    );
+}
+
+/// A matrix times a vector reads no operand along its output: its default
+/// runs the lanes along the reduction, where both operands are rows. A GEMM
+/// is not offered them (`b[k][j]` runs along `j`).
+#[test]
+fn a_matrix_times_a_vector_defaults_to_lanes_along_its_reduction() {
+    let plan_of = |name: &str| {
+        let op = test_ops().into_iter().find(|o| o.name == name).unwrap();
+        let shapes = op.specializations[0].values.clone();
+        let space = Space::new(&op, &shapes);
+        let c = space.default_config(&op, &shapes);
+        let plan = space.plan(&op, &c).unwrap();
+        let StageSchedule::Tiled(p) = &plan[0] else {
+            panic!("{name} is tiled")
+        };
+        (p.clone(), c)
+    };
+    let (gemv, c) = plan_of("gemv");
+    assert!(gemv.reduce_lanes.is_some() && gemv.vector.is_none(), "{c}");
+    let (gemm, c) = plan_of("matmul");
+    assert!(gemm.reduce_lanes.is_none() && gemm.vector.is_some(), "{c}");
 }
 
 #[test]
@@ -462,6 +505,7 @@ fn random_configs_match_the_reference() {
     // every core.
     let mut jobs = Vec::new();
     let (mut guarded_configs, mut block_configs, mut merged_configs) = (0, 0, 0);
+    let mut lane_configs = 0;
     for op in test_ops() {
         let Some(op) = with_random_shape(&op, &mut rng) else {
             continue;
@@ -492,6 +536,9 @@ fn random_configs_match_the_reference() {
                 &with_merges[..1.min(with_merges.len())],
                 GUARDED,
             ));
+            let with_lanes = with_lanes_on_reduction(&space, &op, first, &mut rng);
+            lane_configs += with_lanes.len();
+            configs.extend(with_lanes);
             guarded_configs += with_guards.len();
             block_configs += with_blocks.len();
             merged_configs += with_merges.len();
@@ -504,7 +551,11 @@ fn random_configs_match_the_reference() {
     }
     println!(
         "random configs: {guarded_configs} with guarded border tiles, {block_configs} packed per block, \
-         {merged_configs} with two spatial axes merged"
+         {merged_configs} with two spatial axes merged, {lane_configs} with lanes along a reduction"
+    );
+    assert!(
+        lane_configs >= 10,
+        "{lane_configs} configs with lanes along a reduction"
     );
     assert!(guarded_configs >= 10, "{guarded_configs} guarded configs");
     assert!(block_configs >= 20, "{block_configs} block-packed configs");
@@ -621,6 +672,56 @@ fn with_merged_axes(
     out
 }
 
+/// The configs of `space` with the vector of every stage that may have it
+/// along its innermost reduction there (random lanes of those offered), its
+/// operands read in place: only those whose plan has such lanes.
+fn with_lanes_on_reduction(
+    space: &Space,
+    op: &Operator,
+    configs: &[Config],
+    rng: &mut StdRng,
+) -> Vec<Config> {
+    let lanes = |c: &Config| -> usize {
+        space.plan(op, c).map_or(0, |plan| {
+            plan.iter()
+                .filter(|s| matches!(s, StageSchedule::Tiled(p) if p.reduce_lanes.is_some()))
+                .count()
+        })
+    };
+    let mut out = Vec::new();
+    for c in configs {
+        let mut c = c.clone();
+        for k in space
+            .knobs
+            .iter()
+            .filter(|k| k.name.kind == KnobKind::Vector)
+        {
+            let along: Vec<&Value> = k
+                .choices
+                .iter()
+                .filter(|v| {
+                    let mut with = c.clone();
+                    with.0.insert(k.name.clone(), (*v).clone());
+                    lanes(&with) > lanes(&c)
+                })
+                .collect();
+            if along.is_empty() {
+                continue;
+            }
+            c.0.insert(k.name.clone(), along[rng.gen_range(0..along.len())].clone());
+            for p in space.knobs.iter().filter(|p| {
+                p.name.stage == k.name.stage && matches!(p.name.kind, KnobKind::Pack(_))
+            }) {
+                c.0.insert(p.name.clone(), Value::Int(0));
+            }
+        }
+        if lanes(&c) > 0 {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The invariant the tiled lowering keeps (ARCHITECTURE.md): the inner
 /// reduction loops of a register tile never test bounds, except in a border
 /// tile's code, which a tile runs only when its reads may leave their tensor.
@@ -634,7 +735,7 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
     fn guarded_loads(e: &VExpr) -> usize {
         match e {
             VExpr::Load { guard, .. } => usize::from(!guard.is_empty()),
-            VExpr::Splat(a, _) | VExpr::Unary(_, a) => guarded_loads(a),
+            VExpr::Splat(a, _) | VExpr::Unary(_, a) | VExpr::Horizontal(_, a) => guarded_loads(a),
             VExpr::Binary(_, a, b) => guarded_loads(a) + guarded_loads(b),
             VExpr::Const(_) | VExpr::FromIndex(_) | VExpr::Local(_) | VExpr::Lane(..) => 0,
         }

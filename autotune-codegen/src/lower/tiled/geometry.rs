@@ -37,6 +37,8 @@ pub(super) struct Tiling {
     pub red: Vec<ReduceAxis>,
     /// Vectorised spatial axis and lanes.
     pub vector: Option<(usize, usize)>,
+    /// Or lanes along the innermost reduction axis ([`StagePlan::reduce_lanes`]).
+    pub reduce_lanes: Option<usize>,
     /// Spatial axes merged into one ([`StagePlan::merge`]).
     pub merge: Option<Merge>,
 }
@@ -95,6 +97,9 @@ impl Tiling {
             .map(|a| ext[a].clone().ceil_div(tile[a] * block[a]))
             .collect();
         let vector = plan.vector.filter(|(a, _)| *a < n);
+        let reduce_lanes = plan
+            .reduce_lanes
+            .filter(|_| vector.is_none() && !red.is_empty());
         Some(Tiling {
             n,
             ext,
@@ -103,6 +108,7 @@ impl Tiling {
             outer,
             red,
             vector,
+            reduce_lanes,
             merge,
         })
     }
@@ -233,8 +239,19 @@ impl Tiling {
         self.vector.map(|v| v.0)
     }
 
+    /// Lanes of a stored value (and of a spatial vector).
     pub fn lanes(&self) -> usize {
         self.vector.map_or(1, |v| v.1)
+    }
+
+    /// The reduction axis the lanes run along, if they do, and how many.
+    pub fn lane_reduction(&self) -> Option<(AxisId, usize)> {
+        Some((self.red.last()?.axis, self.reduce_lanes?))
+    }
+
+    /// Lanes of an accumulator: along the spatial vector or the reduction.
+    pub fn acc_lanes(&self) -> usize {
+        self.lane_reduction().map_or(self.lanes(), |(_, l)| l)
     }
 }
 

@@ -22,6 +22,9 @@ pub(super) struct Point {
     /// origin index of a site whose loads add it themselves
     /// ([`Indexer::inner_step`]).
     pub inner_var: bool,
+    /// Lanes of a load that varies along the vector (1: every load scalar,
+    /// as in the scalar remainder of lanes along the reduction).
+    pub lanes: usize,
 }
 
 impl Point {
@@ -50,6 +53,7 @@ impl Indexer<'_> {
             unroll,
             last_reduce: self.t.last_reduce(),
             inner_var: true,
+            lanes: self.t.acc_lanes(),
         }
     }
 
@@ -113,13 +117,15 @@ impl Indexer<'_> {
         p: &Point,
     ) -> (IExpr, i64) {
         let vec_axis = self.t.vector_axis();
+        let lane_axis = self.t.lane_reduction().map(|(r, _)| r);
         let mut flat = IExpr::Const(0);
         let mut lane_stride = 0;
         for (d, ix) in index.iter().enumerate() {
             let mut e = IExpr::Const(ix.offset - lo[d]);
             for &(a, c) in &ix.terms {
                 e = e.plus(self.axis_value(a, p).times(IExpr::Const(c)));
-                if Some(a) == vec_axis {
+                // (Lanes along the reduction run in the last dimension.)
+                if Some(a) == vec_axis || Some(a) == lane_axis {
                     // Constant: only the generic kernel's in-place loads have
                     // symbolic dimensions, and they read the vector axis innermost.
                     lane_stride += c * known(&product(&dims[d + 1..]));

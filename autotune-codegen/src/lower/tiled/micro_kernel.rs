@@ -96,6 +96,11 @@ impl<'a> MicroKernel<'a> {
         self.t().lanes()
     }
 
+    /// An accumulator's lanes: a stored value's, or those along the reduction.
+    fn acc_lanes(&self) -> usize {
+        self.t().acc_lanes()
+    }
+
     fn point(&self, offset: &[i64], unroll: i64) -> Point {
         self.sites.idx.point(offset, unroll)
     }
@@ -145,13 +150,13 @@ impl<'a> MicroKernel<'a> {
                 otherwise: border,
             });
         }
-        let final_store = self.final_store();
+        let final_store = self.final_store(rop);
         if split {
             // Before the last block, store the partial sums as they are.
             out.push(Stmt::If {
                 conds: self.last_block(),
                 then: final_store,
-                otherwise: self.split_full(|full| self.store_accumulators(full)),
+                otherwise: self.split_full(|full| self.store_accumulators(rop, full)),
             });
         } else {
             out.extend(final_store);
@@ -167,7 +172,7 @@ impl<'a> MicroKernel<'a> {
         (0..self.elems.len())
             .map(|i| Stmt::Local {
                 name: acc_name(i),
-                lanes: self.lanes(),
+                lanes: self.acc_lanes(),
                 init: identity.clone(),
             })
             .collect()
@@ -207,15 +212,31 @@ impl<'a> MicroKernel<'a> {
                 value: VExpr::load(&self.target_buf, idx),
             }]);
         };
-        Stmt::Assign {
-            name: acc_name(i),
-            value: VExpr::Load {
+        self.set_acc(
+            i,
+            VExpr::Load {
                 buf: self.target_buf.clone(),
                 index,
                 guard: Vec::new(),
                 pad: 0.0,
                 lanes: self.lanes(),
                 stride,
+            },
+        )
+    }
+
+    /// Accumulator `i` set to `value` (a stored value's lanes); with lanes
+    /// along the reduction, its first lane (the others hold the identity).
+    fn set_acc(&self, i: usize, value: VExpr) -> Stmt {
+        match self.t().lane_reduction() {
+            Some(_) => Stmt::SetLane {
+                name: acc_name(i),
+                lane: IExpr::Const(0),
+                value,
+            },
+            None => Stmt::Assign {
+                name: acc_name(i),
+                value,
             },
         }
     }
@@ -235,10 +256,7 @@ impl<'a> MicroKernel<'a> {
                 lane: IExpr::var(l),
                 value: v,
             },
-            None => Stmt::Assign {
-                name: acc_name(i),
-                value: v,
-            },
+            None => self.set_acc(i, v),
         };
         Stmt::If {
             conds: self.in_range(offset, lane),
@@ -263,7 +281,9 @@ impl<'a> MicroKernel<'a> {
         let last = t.red.last().expect("a reduction has axes");
         let u = unroll.max(1) as i64;
         let ri = tile_var("ri", self.stage(), last.axis);
-        let mut body = if u == 1 {
+        let mut body = if let Some((_, lanes)) = t.lane_reduction() {
+            self.lane_loops(rop, rbody, u, lanes as i64, last)
+        } else if u == 1 {
             vec![Stmt::serial(
                 &ri,
                 self.inner_bound(last),
@@ -304,6 +324,74 @@ impl<'a> MicroKernel<'a> {
         body
     }
 
+    /// The innermost reduction loops with lanes along it: `u` vectors of
+    /// `lanes` steps an iteration, then single vectors, then single steps
+    /// into the first lane, each only where the block can leave a remainder.
+    /// (Lanes along the reduction read in place, never padded, so there is
+    /// no border tile.)
+    fn lane_loops(
+        &self,
+        rop: ReduceOp,
+        rbody: &Expr,
+        u: i64,
+        lanes: i64,
+        last: &ReduceAxis,
+    ) -> Vec<Stmt> {
+        let ri = tile_var("ri", self.stage(), last.axis);
+        let end = self.inner_bound(last);
+        let leaves = |step: i64| end.as_const().is_none_or(|e| e % step != 0);
+        let up_to = |step: i64| end.clone().floor_div(step).times(IExpr::Const(step));
+        let mut loops = vec![Stmt::For {
+            var: ri.clone(),
+            start: IExpr::Const(0),
+            end: end.clone().plus(IExpr::Const(-(u * lanes - 1))),
+            step: u * lanes,
+            kind: match u {
+                1 => LoopKind::Serial,
+                u => LoopKind::Unrolled(u as usize),
+            },
+            body: self.iteration(rop, rbody, 0..u, false),
+        }];
+        if u > 1 && end.as_const().is_none_or(|e| e % (u * lanes) >= lanes) {
+            loops.push(Stmt::For {
+                var: ri.clone(),
+                start: up_to(u * lanes),
+                end: end.clone().plus(IExpr::Const(-(lanes - 1))),
+                step: lanes,
+                kind: LoopKind::Serial,
+                body: self.iteration(rop, rbody, 0..1, false),
+            });
+        }
+        if leaves(lanes) {
+            let mut body = self.sites.base_lets(rbody, None);
+            body.extend(self.elems.iter().enumerate().map(|(i, e)| {
+                let p = Point {
+                    lanes: 1,
+                    ..self.point(e, 0)
+                };
+                let v = self.sites.value(rbody, &p, &VExpr::Const(0.0), None);
+                Stmt::SetLane {
+                    name: acc_name(i),
+                    lane: IExpr::Const(0),
+                    value: VExpr::Binary(
+                        rop.combiner(),
+                        Box::new(VExpr::Lane(acc_name(i), IExpr::Const(0))),
+                        Box::new(v),
+                    ),
+                }
+            }));
+            loops.push(Stmt::For {
+                var: ri,
+                start: up_to(lanes),
+                end,
+                step: 1,
+                kind: LoopKind::Serial,
+                body,
+            });
+        }
+        loops
+    }
+
     /// The trip count of the inner loop of reduction axis `r` in the current
     /// block ([`Tiling::inner_bound`]).
     fn inner_bound(&self, r: &ReduceAxis) -> IExpr {
@@ -330,11 +418,13 @@ impl<'a> MicroKernel<'a> {
 
     /// `acc = combine(acc, body)` for every element, `u` into the unroll.
     fn update(&self, rop: ReduceOp, rbody: &Expr, u: i64, border: bool) -> Vec<Stmt> {
+        // With lanes along the reduction, each unroll step is a vector of steps.
+        let step = self.t().lane_reduction().map_or(1, |(_, l)| l as i64);
         self.elems
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let p = self.point(e, u);
+                let p = self.point(e, u * step);
                 let v = if border {
                     self.sites.border_value(rbody, &p)
                 } else {
@@ -384,18 +474,20 @@ impl<'a> MicroKernel<'a> {
 
     /// The store of the final values: the stage's body applied to each
     /// accumulator, then the fused consumer's.
-    fn final_store(&self) -> Vec<Stmt> {
+    fn final_store(&self, rop: ReduceOp) -> Vec<Stmt> {
         let mut out = self.sites.base_lets(&self.stage().body, None);
         if let Some(c) = self.consumer {
             out.extend(self.sites.base_lets(c, Some(self.s)));
         }
-        out.extend(self.split_full(|full| self.compute_and_store(full, |i, p| self.result(i, p))));
+        out.extend(
+            self.split_full(|full| self.compute_and_store(full, |i, p| self.result(rop, i, p))),
+        );
         out
     }
 
     /// The value stored for element `i` (at `p`) after the last block.
-    fn result(&self, i: usize, p: &Point) -> VExpr {
-        let acc = VExpr::Local(acc_name(i));
+    fn result(&self, rop: ReduceOp, i: usize, p: &Point) -> VExpr {
+        let acc = self.acc_value(rop, i);
         let value = self.sites.value(&self.stage().body, p, &acc, None);
         match self.consumer {
             Some(c) => self.sites.value(c, p, &value, Some(self.s)),
@@ -403,8 +495,21 @@ impl<'a> MicroKernel<'a> {
         }
     }
 
+    /// Accumulator `i` as a stored value: with lanes along the reduction,
+    /// its lanes combined.
+    fn acc_value(&self, rop: ReduceOp, i: usize) -> VExpr {
+        let acc = VExpr::Local(acc_name(i));
+        match self.t().lane_reduction() {
+            Some(_) => VExpr::Horizontal(rop.combiner(), Box::new(acc)),
+            None => acc,
+        }
+    }
+
     /// Every accumulator stored as it is (a partial sum).
-    fn store_accumulators(&self, full: bool) -> Vec<Stmt> {
+    fn store_accumulators(&self, rop: ReduceOp, full: bool) -> Vec<Stmt> {
+        if self.t().lane_reduction().is_some() {
+            return self.compute_and_store(full, |i, _| self.acc_value(rop, i));
+        }
         self.elems
             .iter()
             .enumerate()

@@ -38,13 +38,15 @@ pub(crate) fn stage_shape(
     };
     let order = t.order(plan);
     // The unrolled loop runs no iteration when the block is shorter than the
-    // unroll (the remainder loop does all the work).
+    // unroll (the remainder loop does all the work). With lanes along the
+    // reduction, each unrolled step is a vector of `reduce_lanes` steps.
+    let reduce_lanes = t.lane_reduction().map_or(1, |(_, l)| l as i64);
     let u = match t.red.last() {
-        Some(r) if r.inner >= plan.unroll.max(1) as i64 => plan.unroll.max(1) as i64,
+        Some(r) if r.inner >= plan.unroll.max(1) as i64 * reduce_lanes => plan.unroll.max(1) as i64,
         _ => 1,
     };
     let levels = outer_levels(&t, &order, plan);
-    let (loops, inner_loops) = loops(&t, &order, &levels, u);
+    let (loops, inner_loops) = loops(&t, &order, &levels, u * reduce_lanes);
     let extent = |a: AxisId| {
         if a < t.n {
             known(&t.ext[a])
@@ -57,7 +59,7 @@ pub(crate) fn stage_shape(
     let mut inner = vec![1i64; stage.axes.len()];
     inner[..t.n].copy_from_slice(&t.tile);
     if let Some(r) = t.red.last() {
-        inner[r.axis] = u;
+        inner[r.axis] = u * reduce_lanes;
     }
     let covers = covers(&loops, inner, extent);
     let operands_of = Operands {
@@ -68,7 +70,7 @@ pub(crate) fn stage_shape(
         t: &t,
         parallel: plan.parallel > 0,
     };
-    let lanes = t.lanes();
+    let lanes = t.acc_lanes();
     let mut scratch = 0.0;
     let mut operands = Vec::new();
     for (i, site) in load_sites(&stage.body).into_iter().enumerate() {
@@ -149,7 +151,7 @@ pub(crate) fn stage_shape(
         consumer.unwrap_or(s),
         &loops,
         &covers,
-        lanes as f64,
+        t.lanes() as f64,
         |l| {
             if l < reductions {
                 0.0

@@ -185,7 +185,7 @@ impl<'a> Sites<'a> {
                     index,
                     guard,
                     pad: pad.unwrap_or(0.0),
-                    lanes: if stride == 0 { 1 } else { self.idx.t.lanes() },
+                    lanes: if stride == 0 { 1 } else { p.lanes },
                     stride,
                 }
             }
