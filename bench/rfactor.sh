@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GEMV with its reduction split into vector lanes by hand (bench/rfactor_ops.rs), against
-# GEMV as written and the peers' GEMM with N = 1, 1 thread, in one run. Writes
+# GEMV as written (whose space offers lanes along its reduction itself since a4fbe50) and
+# the peers' GEMM with N = 1, 1 thread, in one run. Writes
 # bench/results/rfactor-<time>.log.
 #   bash bench/rfactor.sh        (TRIALS=48 by default)
 # - Each specialisation of both operators is tuned (xgb-rank, TRIALS trials, 1 thread, no
@@ -16,6 +17,8 @@ BUILD=/tmp/autotune-rfactor
 TRIALS="${TRIALS:-48}"
 OUT="${OUT:-$ROOT/bench/results/rfactor-$(date +%Y%m%d-%H%M%S).log}"
 mkdir -p "$BUILD" "$(dirname "$OUT")"
+# Each run tunes afresh (a record log left by an earlier run would be resumed).
+rm -f "$BUILD"/*.jsonl
 install_packages libopenblas-dev
 build_peers
 autotune_cli
