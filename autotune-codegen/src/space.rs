@@ -415,6 +415,14 @@ impl StagePlan {
             .is_some_and(|(a, w)| self.tile[a] - w as i64 >= extents[a])
     }
 
+    /// Whether its lanes along the reduction are more than the innermost
+    /// reduction axis has (`extents`: of the reduction axes): the vector loop
+    /// would never run, only the remainder's single steps.
+    pub fn lanes_past(&self, extents: &[i64]) -> bool {
+        self.reduce_lanes
+            .is_some_and(|w| extents.last().is_some_and(|&e| (w as i64) > e))
+    }
+
     /// This plan with no vector wider than `max_lanes` ([`StageSchedule::narrowed`]).
     pub fn narrowed(&self, max_lanes: usize) -> StagePlan {
         StagePlan {
@@ -627,7 +635,8 @@ impl Space {
 
     /// Whether search tuners should consider a config: register tiles of at most
     /// 32 accumulators (the AVX-512 register file) and 256 statements in all the
-    /// unrolled tiles, none with a vector wholly past its axis. Every config is
+    /// unrolled tiles, none with a vector wholly past its axis (or more lanes
+    /// along a reduction than its innermost axis has). Every config is
     /// correct, but very large tiles spill registers and take seconds to compile,
     /// and a vector past the axis computes nothing that is kept.
     pub fn sensible(&self, config: &Config) -> bool {
@@ -677,6 +686,7 @@ impl Space {
         tiles.iter().all(|&(s, i, p)| {
             p.accumulators() <= 32
                 && !p.overhangs(&i.extents)
+                && !p.lanes_past(&i.reduce_extents)
                 && !duplicate(s, i, p)
                 && !too_long(i, p)
         }) && statements <= 256

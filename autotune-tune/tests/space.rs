@@ -336,7 +336,7 @@ fn default_configs_fit_their_levels_registers() {
 #[test]
 fn sensible_configs_keep_every_vector_on_its_axis() {
     use autotune_codegen::space::StageKind;
-    let mut past = 0;
+    let (mut past, mut lanes_past) = (0, 0);
     for op in test_ops() {
         for spec in &op.specializations {
             let space = Space::new(&op, &spec.values);
@@ -351,6 +351,31 @@ fn sensible_configs_keep_every_vector_on_its_axis() {
                 let Some(vector) = knob(format!("{}.vector", info.prefix)) else {
                     continue;
                 };
+                // Lanes along the reduction beyond its innermost axis: only the
+                // remainder's single steps would run.
+                if let Some(&r) = info.reduce_axes.last() {
+                    let e = *info.reduce_extents.last().unwrap();
+                    let name = &op.stages[s].axes[r].name;
+                    for choice in &vector.choices {
+                        let Value::Name(v) = choice else { continue };
+                        let Some(w) = v
+                            .strip_prefix(name.as_str())
+                            .and_then(|w| w.parse::<i64>().ok())
+                        else {
+                            continue;
+                        };
+                        let mut c = default.clone();
+                        c.0.insert(vector.name.clone(), choice.clone());
+                        if w > e {
+                            lanes_past += 1;
+                            assert!(
+                                !space.sensible(&c),
+                                "{}: {c} has lanes past its reduction",
+                                op.name
+                            );
+                        }
+                    }
+                }
                 for (a, axis) in op.stages[s].spatial_axes().iter().enumerate() {
                     let tile = knob(format!("{}.tile.{}", info.prefix, axis.name)).unwrap();
                     for choice in &vector.choices {
@@ -385,10 +410,12 @@ fn sensible_configs_keep_every_vector_on_its_axis() {
         }
     }
     assert!(past > 0, "the test set has tiles that could overhang");
+    assert!(
+        lanes_past > 0,
+        "the test set has reductions shorter than some lanes"
+    );
 }
 
-/// A fused epilogue's own knobs are dead: configs differing only there get one index
-/// and the same C, so tuners never measure the same kernel twice.
 /// Dead knobs: a fused epilogue's own, and the `pack` knobs of a stage whose
 /// lanes run along its reduction (its operands are read in place).
 #[test]

@@ -153,7 +153,15 @@ impl Indexer<'_> {
                     IExpr::var(&tile_var("ri", stage, a)).plus(IExpr::Const(p.unroll_of(a)))
                 }
             };
-            if level == Level::Reg && Some(a) == self.t.vector_axis() {
+            // (Lanes along the reduction read in place or from a pad-copy;
+            // a generic kernel's pack of such a load, should it make one,
+            // reads them a tile apart.)
+            let lanes_here = match level {
+                Level::Reg => Some(a) == self.t.vector_axis(),
+                Level::ReduceInner => self.t.lane_reduction().is_some_and(|(r, _)| r == a),
+                _ => false,
+            };
+            if lanes_here {
                 lane_stride = inner_size(&layout[i + 1..]);
             }
             flat = flat.times(ext.clone()).plus(v);
