@@ -263,6 +263,7 @@ fn stub_bucket(
             spatial: vec![(IExpr::var("M"), tile.0), (IExpr::var("N"), tile.1)],
             reduce: vec![(IExpr::var("K"), 512)],
             spills: false,
+            narrow: None,
         },
     }
 }
@@ -325,6 +326,31 @@ fn a_call_runs_a_farther_bucket_before_one_whose_tile_spills() {
         stub_bucket(1, 128, IExpr::Const(0), (8, 32)),
     ];
     assert_eq!(dispatched("spills-not", &buckets, &[(64, 64, 64)]), "10");
+}
+
+/// A bucket of lanes along the reduction that reads `b` through a copy
+/// serves only calls with few columns (`N` under 8), however well its small
+/// tile fills others: at `N = 3` it runs, at `N = 48` a bucket with 32-wide
+/// vectors does, though its tiles keep only three quarters of their work.
+#[test]
+fn lanes_that_read_through_a_copy_serve_only_narrow_calls() {
+    use autotune_codegen::loopnest::IExpr;
+    let mut lanes = stub_bucket(1, 64, IExpr::Const(0), (4, 2));
+    lanes.fit.narrow = Some(IExpr::var("N"));
+    let buckets = [stub_bucket(0, 64, IExpr::Const(0), (8, 32)), lanes];
+    assert_eq!(
+        dispatched("narrow", &buckets, &[(64, 64, 3), (64, 64, 48)]),
+        "11 10"
+    );
+    // Without the rule, the small tile's fit takes the wide call too: 11 11.
+    let buckets = [
+        stub_bucket(0, 64, IExpr::Const(0), (8, 32)),
+        stub_bucket(1, 64, IExpr::Const(0), (4, 2)),
+    ];
+    assert_eq!(
+        dispatched("narrow-not", &buckets, &[(64, 64, 3), (64, 64, 48)]),
+        "11 11"
+    );
 }
 
 /// A thread's call at the sizes of its previous call runs what that one ran

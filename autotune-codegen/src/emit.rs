@@ -137,7 +137,17 @@ pub struct TileFit {
     /// Whether its accumulators and one row of the vector operand need more
     /// vector registers than the ISA has ([`SPILLS`]).
     pub spills: bool,
+    /// For lanes along the reduction that read an operand through a copy
+    /// (`b[k][j]` of a GEMM): the last spatial axis's extent, which must be
+    /// below [`NARROW`] for the bucket to count (as the space offers such
+    /// lanes only there: at `N = 64` a 4 × 2 tile of them fits as well as
+    /// any, and runs far slower).
+    pub narrow: Option<IExpr>,
 }
+
+/// The last spatial extent below which lanes along a reduction may read an
+/// operand through a copy (`space`'s rule, for the dispatcher).
+pub const NARROW: i64 = 8;
 
 /// Calls with fewer iterations than this run the default schedule without
 /// weighing the tiled kernels (whose packs cost more than such a call).
@@ -296,7 +306,12 @@ pub fn generic_dispatcher(
         let steps = (!steps.is_empty())
             .then(|| format!("(double)({steps}) / (double)({steps} + {REDUCE_OVERHEAD})"));
         let spills = b.fit.spills.then(|| format!("{SPILLS:?}"));
-        let fit = join_or(kept.chain(steps).chain(spills), " * ", "1.0");
+        let narrow = b
+            .fit
+            .narrow
+            .as_ref()
+            .map(|e| format!("({} < {NARROW} ? 1.0 : 0.0)", iexpr(e)));
+        let fit = join_or(kept.chain(steps).chain(spills).chain(narrow), " * ", "1.0");
         let _ = writeln!(
             s,
             "    if ({} < work__) {{\n\

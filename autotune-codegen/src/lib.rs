@@ -345,7 +345,13 @@ fn tile_fit(
     let row = narrowed
         .vector
         .map_or(1, |(v, w)| (narrowed.tile[v] / w as i64).max(1) as usize);
+    // Lanes along the reduction that read an operand through a copy serve
+    // only calls whose last spatial axis is narrow, as the space offers them.
+    let narrow = (p.reduce_lanes.is_some() && !info.lane_packed.is_empty())
+        .then(|| info.n_spatial.checked_sub(1).map(|l| extents[l].clone()))
+        .flatten();
     emit::TileFit {
+        narrow,
         spills: narrowed.accumulators() + row + 1 > isa.vector_registers(),
         spatial: (0..info.n_spatial)
             .map(|a| (extents[a].clone(), p.tile[a]))

@@ -324,6 +324,10 @@ pub struct TiledStage {
     /// Whether the vector may run along the innermost reduction axis
     /// ([`StagePlan::reduce_lanes`]).
     pub lanes_on_reduction: bool,
+    /// The load sites (by position) that then read from a copy with that
+    /// axis innermost ([`Read::Pack`]): those that read along it other than
+    /// at unit stride in their last dimension. The others read in place.
+    pub lane_packed: Vec<usize>,
     /// Whether a consumer can be fused into this stage's store.
     pub fusible_consumer: Option<usize>,
 }
@@ -502,6 +506,12 @@ impl Space {
             } else {
                 None
             };
+            let extents: Vec<i64> = stage
+                .spatial_axes()
+                .iter()
+                .map(|a| a.extent.value(shapes))
+                .collect();
+            let lane_packed = lanes_on_reduction(stage, &extents);
             let info = TiledStage {
                 prefix: prefix.clone(),
                 n_spatial: stage.n_spatial,
@@ -518,7 +528,8 @@ impl Space {
                 loads: load_sites(&stage.body).len(),
                 blockable: sites_under_reduction(stage),
                 guardable: guardable_sites(stage),
-                lanes_on_reduction: lanes_on_reduction(stage),
+                lanes_on_reduction: lane_packed.is_some(),
+                lane_packed: lane_packed.unwrap_or_default(),
                 fusible_consumer: fusible,
             };
             stage_knobs(&mut knobs, stage, &info, shapes, lanes);
@@ -799,20 +810,59 @@ impl Space {
                 offered.then_some((name, e, w))
             };
             // Lanes along the reduction where no operand runs along the last
-            // axis (a matrix times a vector), 8 rows of them a tile, and the
+            // axis (a matrix times a vector) or it is narrower than a vector
+            // (a GEMM with `N ≤ 4`): about 8 accumulators, the last axis's
+            // whole up to 8 and the one before it for the rest, and the
             // reduction in blocks of up to 1024 (a GEMV's 560 whole ran at
-            // 51–56 GFLOP/s, in blocks of 512 and 48 at 41–43).
+            // 51–56 GFLOP/s, in blocks of 512 and 48 at 41–43). The lanes that
+            // leave the fewest steps, vectors and the remainder's single steps
+            // counted alike (at K = 79, 8 lanes ran at 48 GFLOP/s, 16 at 28),
+            // and row tiles that divide their axis (one that overhangs reads
+            // the operand from a copy made every call).
             let along = info
                 .reduce_axes
                 .last()
-                .filter(|_| last.is_some_and(|l| !unit_stride_along(stage, l)))
-                .and_then(|&r| widest(r));
+                .filter(|_| info.lanes_on_reduction)
+                .filter(|_| {
+                    last.is_some_and(|l| {
+                        !unit_stride_along(stage, l) || info.extents[l] < width / 2
+                    })
+                })
+                .and_then(|&r| {
+                    let e = stage.axes[r].extent.value(shapes);
+                    let steps = |w: i64| e / w + e % w;
+                    let w = [width, width / 2, width / 4]
+                        .into_iter()
+                        .filter(|&w| w >= 2 && w <= e)
+                        .min_by_key(|&w| steps(w))?;
+                    let name = Value::Name(format!("{}{w}", stage.axes[r].name));
+                    let offered = self.knobs.iter().any(|k| {
+                        k.name == KnobName::new(p, KnobKind::Vector) && k.choices.contains(&name)
+                    });
+                    offered.then_some(name)
+                });
             if along.is_some() {
+                let name_of = |a: Option<usize>| a.map(|a| &stage.axes[a].name);
+                let last_tile = last.map_or(1, |l| info.extents[l].clamp(1, 8));
+                // Near `want`, a divisor of the axis's extent `e` if one is offered.
+                let fits = |k: &Knob, want: i64, e: i64| {
+                    let near = k.choices.iter().filter_map(|c| match c {
+                        Value::Int(t) if 2 * t >= want && *t <= 2 * want && e % t == 0 => Some(*t),
+                        _ => None,
+                    });
+                    near.min_by_key(|t| ((t - want).abs(), -t))
+                        .map_or_else(|| pick(k, want), Value::Int)
+                };
+                let before_last = last.and_then(|l| l.checked_sub(1));
                 for k in self.knobs.iter().filter(|k| k.name.stage == *p) {
                     let v = match &k.name.kind {
-                        KnobKind::Vector => along.as_ref().map(|(name, ..)| name.clone()),
-                        KnobKind::Tile(axis) if Some(axis) == last.map(|l| &stage.axes[l].name) => {
-                            Some(pick(k, 8))
+                        KnobKind::Vector => along.clone(),
+                        KnobKind::Tile(axis) if Some(axis) == name_of(last) => {
+                            last.map(|l| fits(k, 8, info.extents[l]))
+                        }
+                        KnobKind::Tile(axis) if Some(axis) == name_of(before_last) => {
+                            let want = (8 + last_tile - 1) / last_tile;
+                            before_last.map(|a| fits(k, want, info.extents[a]))
                         }
                         KnobKind::Tile(_) | KnobKind::Block(_) => Some(pick(k, 1)),
                         KnobKind::Split(_) => Some(pick(k, 1024)),
@@ -1146,17 +1196,19 @@ fn unit_stride_along(stage: &Stage, a: usize) -> bool {
 }
 
 /// Whether the vector may run along the stage's innermost reduction axis
-/// ([`StagePlan::reduce_lanes`]): some load under its reduction reads along
-/// that axis, and every one that does reads it in its last dimension only,
-/// at unit stride and unpadded (lanes in one run of memory, and no border
-/// that would test them); the others read one value for all lanes.
-fn lanes_on_reduction(stage: &Stage) -> bool {
-    let Reduction::One(Expr::Reduce { axes, body, .. }) = single_reduction(&stage.body) else {
-        return false;
+/// ([`StagePlan::reduce_lanes`]), and if so the load sites that then read from
+/// a copy with that axis innermost. No load under the reduction is padded (no
+/// border would test the lanes) and some reads along the axis. Those that read
+/// it at unit stride in their last dimension only read in place (a matrix
+/// times a vector); others, such as `b[k][j]`, only where the last spatial
+/// axis is narrower than a vector at these `extents` (a GEMM with `N ≤ 4`,
+/// whose vector along `j` would be mostly empty), through the copy.
+fn lanes_on_reduction(stage: &Stage, extents: &[i64]) -> Option<Vec<usize>> {
+    let Reduction::One(Expr::Reduce { axes, .. }) = single_reduction(&stage.body) else {
+        return None;
     };
-    let Some(&r) = axes.last() else {
-        return false;
-    };
+    let &r = axes.last()?;
+    let reads = |ix: &Affine| ix.terms.iter().any(|(a, _)| *a == r);
     let step = |ix: &Affine| -> i64 {
         ix.terms
             .iter()
@@ -1164,21 +1216,28 @@ fn lanes_on_reduction(stage: &Stage) -> bool {
             .map(|(_, c)| c)
             .sum()
     };
-    let mut along = false;
-    for site in load_sites(body) {
-        let Expr::Load { index, pad, .. } = site else {
+    let sites = load_sites(&stage.body);
+    let (mut along, mut packed) = (false, Vec::new());
+    for i in sites_under_reduction(stage) {
+        let Expr::Load { index, pad, .. } = sites[i] else {
             unreachable!("load sites are loads")
         };
+        if pad.is_some() {
+            return None;
+        }
         let Some((last, outer)) = index.split_last() else {
             continue;
         };
-        let reads = |ix: &Affine| ix.terms.iter().any(|(a, _)| *a == r);
-        if outer.iter().any(reads) || (reads(last) && (step(last) != 1 || pad.is_some())) {
-            return false;
+        if !outer.iter().any(reads) && !reads(last) {
+            continue;
         }
-        along |= reads(last);
+        along = true;
+        if outer.iter().any(reads) || step(last) != 1 {
+            packed.push(i);
+        }
     }
-    along
+    let narrow = extents.last().is_some_and(|&e| e < crate::emit::NARROW);
+    (along && (packed.is_empty() || narrow)).then_some(packed)
 }
 
 fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
@@ -1264,8 +1323,12 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         parallel: c.int(&knob(KnobKind::Parallel)) as usize,
         reads: (0..info.loads)
             .map(|s| {
-                // (Lanes along the reduction read in place: other `pack`
-                // values lower as these do, and the search skips them.)
+                // (Lanes along the reduction read in place or from their
+                // copy: other `pack` values lower as these do, and the search
+                // skips them.)
+                if reduce_lanes.is_some() && info.lane_packed.contains(&s) {
+                    return Read::Pack;
+                }
                 if info.reduce_axes.is_empty() || reduce_lanes.is_some() {
                     return Read::Direct;
                 }

@@ -21,6 +21,16 @@ pub fn matmul_buckets(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
 }
 
+/// C = A·B with few columns: lanes along the reduction read `b` through a copy
+/// with `k` innermost, in an exact shape and in a bucket.
+#[tensor_op(
+    specialize(M = 37, N = 3, K = 45),
+    specialize(M = 1..=100, N = 1..=4, K = 1..=70)
+)]
+pub fn matmul_narrow(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+}
+
 #[tensor_op(specialize(M = 33, N = 17, K = 65))]
 pub fn matmul_f64(a: Tensor<f64, (M, K)>, b: Tensor<f64, (K, N)>) -> Tensor<f64, (M, N)> {
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))

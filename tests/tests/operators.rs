@@ -81,6 +81,33 @@ fn matmul_in_and_out_of_its_buckets() {
     }
 }
 
+/// Few columns: lanes along the reduction read `b` through a copy with `k`
+/// innermost (the exact shape and the bucket run them by default), with a
+/// remainder of single steps wherever `K` is not a multiple of the lanes.
+#[test]
+fn matmul_with_few_columns_in_and_out_of_its_bucket() {
+    for (m, n, k) in [
+        // The exact shape; in the bucket: its bounds and inside.
+        (37, 3, 45),
+        (1, 1, 1),
+        (100, 4, 70),
+        (53, 2, 17),
+        (9, 3, 64),
+        (64, 1, 15),
+        // Outside it: one past a bound, and empty.
+        (101, 4, 70),
+        (100, 5, 70),
+        (100, 4, 71),
+        (0, 3, 45),
+    ] {
+        let a = random::<f32, 2>([m, k], 5);
+        let b = random::<f32, 2>([k, n], 6);
+        check(&format!("matmul_narrow {m}x{n}x{k}"), |imp, out| {
+            ops::__autotune_matmul_narrow(imp, a.view(), b.view(), out)
+        });
+    }
+}
+
 #[test]
 fn matmul_reference_is_a_matrix_product() {
     let (m, n, k) = (5, 7, 3);

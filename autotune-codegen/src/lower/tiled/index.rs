@@ -153,9 +153,8 @@ impl Indexer<'_> {
                     IExpr::var(&tile_var("ri", stage, a)).plus(IExpr::Const(p.unroll_of(a)))
                 }
             };
-            // (Lanes along the reduction read in place or from a pad-copy;
-            // a generic kernel's pack of such a load, should it make one,
-            // reads them a tile apart.)
+            // (A pack read along lanes on the reduction has that axis
+            // innermost: `Operands::pack_layout`.)
             let lanes_here = match level {
                 Level::Reg => Some(a) == self.t.vector_axis(),
                 Level::ReduceInner => self.t.lane_reduction().is_some_and(|(r, _)| r == a),

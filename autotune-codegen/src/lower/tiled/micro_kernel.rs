@@ -31,6 +31,13 @@ fn acc_name(i: usize) -> String {
     format!("acc__{i}")
 }
 
+/// With lanes along the reduction, the scalar that element `i`'s single steps
+/// (the block's remainder) accumulate into: one lane of its vector would
+/// chain every step through an insert and an extract.
+fn rest_name(i: usize) -> String {
+    format!("rest__{i}")
+}
+
 /// The local holding the value stored for element `i` of the tile.
 fn value_name(i: usize) -> String {
     format!("v__{i}")
@@ -169,13 +176,18 @@ impl<'a> MicroKernel<'a> {
     /// Every accumulator, set to the reduction's identity.
     fn init_accumulators(&self, rop: ReduceOp) -> Vec<Stmt> {
         let identity = VExpr::Const(rop.identity());
-        (0..self.elems.len())
-            .map(|i| Stmt::Local {
-                name: acc_name(i),
-                lanes: self.acc_lanes(),
-                init: identity.clone(),
-            })
-            .collect()
+        let local = |name: String, lanes: usize| Stmt::Local {
+            name,
+            lanes,
+            init: identity.clone(),
+        };
+        let mut out: Vec<Stmt> = (0..self.elems.len())
+            .map(|i| local(acc_name(i), self.acc_lanes()))
+            .collect();
+        if self.t().lane_reduction().is_some() {
+            out.extend((0..self.elems.len()).map(|i| local(rest_name(i), 1)));
+        }
+        out
     }
 
     /// Every accumulator, set to the partial sum in the output (of a `full`
@@ -326,7 +338,8 @@ impl<'a> MicroKernel<'a> {
 
     /// The innermost reduction loops with lanes along it: `u` vectors of
     /// `lanes` steps an iteration, then single vectors, then single steps
-    /// into the first lane, each only where the block can leave a remainder.
+    /// into a scalar beside the vector, each only where the block can leave
+    /// a remainder.
     /// (Lanes along the reduction read in place, never padded, so there is
     /// no border tile.)
     fn lane_loops(
@@ -370,12 +383,11 @@ impl<'a> MicroKernel<'a> {
                     ..self.point(e, 0)
                 };
                 let v = self.sites.value(rbody, &p, &VExpr::Const(0.0), None);
-                Stmt::SetLane {
-                    name: acc_name(i),
-                    lane: IExpr::Const(0),
+                Stmt::Assign {
+                    name: rest_name(i),
                     value: VExpr::Binary(
                         rop.combiner(),
-                        Box::new(VExpr::Lane(acc_name(i), IExpr::Const(0))),
+                        Box::new(VExpr::Local(rest_name(i))),
                         Box::new(v),
                     ),
                 }
@@ -500,7 +512,11 @@ impl<'a> MicroKernel<'a> {
     fn acc_value(&self, rop: ReduceOp, i: usize) -> VExpr {
         let acc = VExpr::Local(acc_name(i));
         match self.t().lane_reduction() {
-            Some(_) => VExpr::Horizontal(rop.combiner(), Box::new(acc)),
+            Some(_) => VExpr::Binary(
+                rop.combiner(),
+                Box::new(VExpr::Horizontal(rop.combiner(), Box::new(acc))),
+                Box::new(VExpr::Local(rest_name(i))),
+            ),
             None => acc,
         }
     }

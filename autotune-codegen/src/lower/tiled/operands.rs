@@ -618,7 +618,14 @@ impl Operands<'_> {
                 },
             ));
         }
-        for r in t.red.iter().filter(|r| involved(r.axis)) {
+        // Lanes along a reduction read their axis innermost, whole vectors of
+        // it (its block's full length, a constant the loads' offsets need).
+        let lanes = t.lane_reduction().map(|(r, _)| r);
+        for r in t
+            .red
+            .iter()
+            .filter(|r| involved(r.axis) && Some(r.axis) != lanes)
+        {
             let inner = IExpr::Const(r.inner);
             layout.push((
                 r.axis,
@@ -632,6 +639,13 @@ impl Operands<'_> {
         }
         for a in t.reg_order(order).into_iter().filter(|a| involved(*a)) {
             layout.push((a, Level::Reg, IExpr::Const(t.tile[a])));
+        }
+        if let Some(r) = t
+            .red
+            .iter()
+            .find(|r| involved(r.axis) && Some(r.axis) == lanes)
+        {
+            layout.push((r.axis, Level::ReduceInner, IExpr::Const(r.inner)));
         }
         layout
     }
