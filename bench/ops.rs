@@ -10,7 +10,12 @@ use autotune::tensor_op;
     specialize(M = 1, N = 4096, K = 4096),
     specialize(M = 16, N = 4096, K = 4096),
     specialize(M = 512, N = 512, K = 512),
-    specialize(M = 256, N = 256, K = 256)
+    specialize(M = 256, N = 256, K = 256),
+    // Few columns (a matrix times up to four vectors; issue 18's worst generic
+    // shapes had N ≤ 4): a kernel for one column and one for two to four, with
+    // lanes along `k`.
+    specialize(M = 8..=4096, N = 1, K = 8..=4096),
+    specialize(M = 8..=4096, N = 2..=4, K = 8..=4096)
 )]
 pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
