@@ -364,7 +364,8 @@ pub struct StagePlan {
     /// only unit-stride reads run along its reduction, such as a matrix
     /// times a vector: vectorised along the output, its rows are 4 bytes
     /// wide. Never with a spatial vector; its operands are read in place
-    /// ([`Read::Direct`]).
+    /// ([`Read::Direct`]), or through a copy with the axis innermost
+    /// ([`TiledStage::lane_packed`]), whatever the `pack` knobs say.
     pub reduce_lanes: Option<usize>,
     /// Unroll depth of the innermost reduction loop.
     pub unroll: usize,
