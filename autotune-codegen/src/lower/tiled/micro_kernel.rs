@@ -1,5 +1,6 @@
 //! The register tile, the body of the nest: one accumulator local (a vector
-//! along the vector axis) per element of the tile, the inner reduction loops
+//! along the vector axis, or of partial results along the innermost reduction,
+//! combined in the store) per element of the tile, the inner reduction loops
 //! with the innermost unrolled, and the store of the result with the fused
 //! consumer computed on the way. Everything is emitted twice where a tile may
 //! overhang the stage: plain for full tiles, guarded element- or lane-wise for
@@ -340,8 +341,8 @@ impl<'a> MicroKernel<'a> {
     /// `lanes` steps an iteration, then single vectors, then single steps
     /// into a scalar beside the vector, each only where the block can leave
     /// a remainder.
-    /// (Lanes along the reduction read in place, never padded, so there is
-    /// no border tile.)
+    /// (Lanes along the reduction read in place or from their copy, never
+    /// padded, so there is no border tile.)
     fn lane_loops(
         &self,
         rop: ReduceOp,
