@@ -347,7 +347,8 @@ fn tile_fit(
         .map_or(1, |(v, w)| (narrowed.tile[v] / w as i64).max(1) as usize);
     // Lanes along the reduction that read an operand through a copy serve
     // only calls whose last spatial axis is narrow, as the space offers them.
-    let narrow = (p.reduce_lanes.is_some() && !info.lane_packed.is_empty())
+    let copies = info.reduction_lanes.as_ref().is_some_and(|c| !c.is_empty());
+    let narrow = (p.reduce_lanes.is_some() && copies)
         .then(|| info.n_spatial.checked_sub(1).map(|l| extents[l].clone()))
         .flatten();
     emit::TileFit {

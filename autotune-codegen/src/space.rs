@@ -286,7 +286,8 @@ pub struct Space {
     fusion: Vec<(usize, Vec<usize>)>,
     /// Per stage that may have lanes along its reduction: its `vector` knob,
     /// the choices that put them there, and its `pack` knobs, which are dead
-    /// while one of those is chosen (its operands are read in place).
+    /// while one of those is chosen (its operands are read in place or
+    /// through their copy).
     lane_packs: Vec<(usize, Vec<usize>, Vec<usize>)>,
 }
 
@@ -322,12 +323,11 @@ pub struct TiledStage {
     /// border tiles ([`Read::Guard`]): padded loads under the reduction.
     pub guardable: Vec<usize>,
     /// Whether the vector may run along the innermost reduction axis
-    /// ([`StagePlan::reduce_lanes`]).
-    pub lanes_on_reduction: bool,
-    /// The load sites (by position) that then read from a copy with that
-    /// axis innermost ([`Read::Pack`]): those that read along it other than
-    /// at unit stride in their last dimension. The others read in place.
-    pub lane_packed: Vec<usize>,
+    /// ([`StagePlan::reduce_lanes`]), and if so the load sites (by position)
+    /// that then read from a copy with that axis innermost ([`Read::Pack`]):
+    /// those that read along it other than at unit stride in their last
+    /// dimension. The others read in place.
+    pub reduction_lanes: Option<Vec<usize>>,
     /// Whether a consumer can be fused into this stage's store.
     pub fusible_consumer: Option<usize>,
 }
@@ -365,7 +365,7 @@ pub struct StagePlan {
     /// times a vector: vectorised along the output, its rows are 4 bytes
     /// wide. Never with a spatial vector; its operands are read in place
     /// ([`Read::Direct`]), or through a copy with the axis innermost
-    /// ([`TiledStage::lane_packed`]), whatever the `pack` knobs say.
+    /// ([`TiledStage::reduction_lanes`]), whatever the `pack` knobs say.
     pub reduce_lanes: Option<usize>,
     /// Unroll depth of the innermost reduction loop.
     pub unroll: usize,
@@ -512,7 +512,6 @@ impl Space {
                 .iter()
                 .map(|a| a.extent.value(shapes))
                 .collect();
-            let lane_packed = lanes_on_reduction(stage, &extents);
             let info = TiledStage {
                 prefix: prefix.clone(),
                 n_spatial: stage.n_spatial,
@@ -529,8 +528,7 @@ impl Space {
                 loads: load_sites(&stage.body).len(),
                 blockable: sites_under_reduction(stage),
                 guardable: guardable_sites(stage),
-                lanes_on_reduction: lane_packed.is_some(),
-                lane_packed: lane_packed.unwrap_or_default(),
+                reduction_lanes: reduction_lanes(stage, &extents),
                 fusible_consumer: fusible,
             };
             stage_knobs(&mut knobs, stage, &info, shapes, lanes);
@@ -564,7 +562,10 @@ impl Space {
             .enumerate()
             .filter_map(|(s, st)| match st {
                 StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. } => {
-                    let &r = i.reduce_axes.last().filter(|_| i.lanes_on_reduction)?;
+                    let &r = i
+                        .reduce_axes
+                        .last()
+                        .filter(|_| i.reduction_lanes.is_some())?;
                     let vector = knob(&KnobName::new(&i.prefix, KnobKind::Vector))?;
                     let name = &op.stages[s].axes[r].name;
                     let along = (0..knobs[vector].choices.len())
@@ -823,7 +824,7 @@ impl Space {
             let along = info
                 .reduce_axes
                 .last()
-                .filter(|_| info.lanes_on_reduction)
+                .filter(|_| info.reduction_lanes.is_some())
                 .filter(|_| {
                     last.is_some_and(|l| {
                         !unit_stride_along(stage, l) || info.extents[l] < width / 2
@@ -1017,7 +1018,11 @@ fn stage_knobs(
         }
     }
     // (After the spatial values, which keep their places.)
-    if let Some(&r) = info.reduce_axes.last().filter(|_| info.lanes_on_reduction) {
+    if let Some(&r) = info
+        .reduce_axes
+        .last()
+        .filter(|_| info.reduction_lanes.is_some())
+    {
         for w in lanes {
             vector.push(Value::Name(format!("{}{w}", stage.axes[r].name)));
         }
@@ -1204,7 +1209,7 @@ fn unit_stride_along(stage: &Stage, a: usize) -> bool {
 /// times a vector); others, such as `b[k][j]`, only where the last spatial
 /// axis is narrower than a vector at these `extents` (a GEMM with `N ≤ 4`,
 /// whose vector along `j` would be mostly empty), through the copy.
-fn lanes_on_reduction(stage: &Stage, extents: &[i64]) -> Option<Vec<usize>> {
+fn reduction_lanes(stage: &Stage, extents: &[i64]) -> Option<Vec<usize>> {
     let Reduction::One(Expr::Reduce { axes, .. }) = single_reduction(&stage.body) else {
         return None;
     };
@@ -1254,7 +1259,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
         n => (0..n).find_map(|a| Some((a, lanes_of(a)?))),
     };
     let reduce_lanes = match info.reduce_axes.last() {
-        Some(&r) if vector.is_none() && info.n_spatial > 0 && info.lanes_on_reduction => {
+        Some(&r) if vector.is_none() && info.n_spatial > 0 && info.reduction_lanes.is_some() => {
             lanes_of(r)
         }
         _ => None,
@@ -1327,7 +1332,11 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
                 // (Lanes along the reduction read in place or from their
                 // copy: other `pack` values lower as these do, and the search
                 // skips them.)
-                if reduce_lanes.is_some() && info.lane_packed.contains(&s) {
+                let copied = info
+                    .reduction_lanes
+                    .as_ref()
+                    .is_some_and(|c| c.contains(&s));
+                if reduce_lanes.is_some() && copied {
                     return Read::Pack;
                 }
                 if info.reduce_axes.is_empty() || reduce_lanes.is_some() {
