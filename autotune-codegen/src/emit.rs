@@ -1155,9 +1155,12 @@ impl Writer {
             VExpr::Horizontal(op, v) => {
                 let (v, lanes) = self.vexpr(v);
                 let name = match op {
+                    BinaryOp::Add => "add",
                     BinaryOp::Max => "max",
                     BinaryOp::Min => "min",
-                    _ => "add",
+                    BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div => {
+                        unreachable!("a reduction combines with +, max or min")
+                    }
                 };
                 match lanes {
                     1 => (v, 1),

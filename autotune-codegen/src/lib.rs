@@ -348,9 +348,11 @@ fn tile_fit(
     // Lanes along the reduction that read an operand through a copy serve
     // only calls whose last spatial axis is narrow, as the space offers them.
     let copies = info.reduction_lanes.as_ref().is_some_and(|c| !c.is_empty());
-    let narrow = (p.reduce_lanes.is_some() && copies)
-        .then(|| info.n_spatial.checked_sub(1).map(|l| extents[l].clone()))
-        .flatten();
+    let narrow = info
+        .n_spatial
+        .checked_sub(1)
+        .filter(|_| p.reduce_lanes.is_some() && copies)
+        .map(|l| extents[l].clone());
     emit::TileFit {
         narrow,
         spills: narrowed.accumulators() + row + 1 > isa.vector_registers(),

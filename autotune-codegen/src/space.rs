@@ -571,8 +571,7 @@ impl Space {
                     let along = (0..knobs[vector].choices.len())
                         .filter(|&c| {
                             matches!(&knobs[vector].choices[c], Value::Name(v)
-                                if v.strip_prefix(name.as_str())
-                                    .is_some_and(|w| w.parse::<usize>().is_ok()))
+                                if vector_lanes(v, name).is_some())
                         })
                         .collect();
                     let packs = (0..i.loads)
@@ -795,6 +794,11 @@ impl Space {
             let stage = &op.stages[s];
             let p = &info.prefix;
             let last = info.n_spatial.checked_sub(1);
+            let offered = |name: &Value| {
+                self.knobs.iter().any(|k| {
+                    k.name == KnobName::new(p, KnobKind::Vector) && k.choices.contains(name)
+                })
+            };
             // The widest vector axis `a` fills, if the space offers it.
             let widest = |a: usize| {
                 let e = stage.axes[a].extent.value(shapes);
@@ -806,10 +810,7 @@ impl Space {
                     return None;
                 };
                 let name = Value::Name(format!("{}{w}", stage.axes[a].name));
-                let offered = self.knobs.iter().any(|k| {
-                    k.name == KnobName::new(p, KnobKind::Vector) && k.choices.contains(&name)
-                });
-                offered.then_some((name, e, w))
+                offered(&name).then_some((name, e, w))
             };
             // Lanes along the reduction where no operand runs along the last
             // axis (a matrix times a vector) or it is narrower than a vector
@@ -838,10 +839,7 @@ impl Space {
                         .filter(|&w| w >= 2 && w <= e)
                         .min_by_key(|&w| steps(w))?;
                     let name = Value::Name(format!("{}{w}", stage.axes[r].name));
-                    let offered = self.knobs.iter().any(|k| {
-                        k.name == KnobName::new(p, KnobKind::Vector) && k.choices.contains(&name)
-                    });
-                    offered.then_some(name)
+                    offered(&name).then_some(name)
                 });
             if along.is_some() {
                 let name_of = |a: Option<usize>| a.map(|a| &stage.axes[a].name);
@@ -1192,6 +1190,12 @@ fn guardable_sites(stage: &Stage) -> Vec<usize> {
         .collect()
 }
 
+/// The lanes a `vector` knob value (`k16`) puts on the axis named `axis`, if
+/// it names that axis.
+fn vector_lanes(value: &str, axis: &str) -> Option<usize> {
+    value.strip_prefix(axis)?.parse().ok()
+}
+
 /// Whether some load of the stage reads along spatial axis `a` at unit
 /// stride (in its last dimension): a vector along `a` loads it whole.
 fn unit_stride_along(stage: &Stage, a: usize) -> bool {
@@ -1250,10 +1254,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
     let p = info.prefix.as_str();
     let knob = |kind| KnobName::new(p, kind);
     let axis_name = |a: usize| stage.axes[a].name.as_str();
-    let lanes_of = |a: usize| -> Option<usize> {
-        let v = c.name(&knob(KnobKind::Vector));
-        v.strip_prefix(axis_name(a))?.parse::<usize>().ok()
-    };
+    let lanes_of = |a: usize| vector_lanes(c.name(&knob(KnobKind::Vector)), axis_name(a));
     let vector = match info.n_spatial {
         0 => None,
         n => (0..n).find_map(|a| Some((a, lanes_of(a)?))),

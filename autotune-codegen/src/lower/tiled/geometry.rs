@@ -97,9 +97,7 @@ impl Tiling {
             .map(|a| ext[a].clone().ceil_div(tile[a] * block[a]))
             .collect();
         let vector = plan.vector.filter(|(a, _)| *a < n);
-        let reduce_lanes = plan
-            .reduce_lanes
-            .filter(|_| vector.is_none() && !red.is_empty());
+        let reduce_lanes = plan.reduce_lanes.filter(|_| vector.is_none());
         Some(Tiling {
             n,
             ext,
