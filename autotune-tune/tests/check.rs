@@ -84,9 +84,32 @@ fn unwritten_and_overrun_outputs_are_wrong_results() {
     );
 }
 
+/// A kernel whose result is right but that reads past the end of an input
+/// (as a copy whose bounds are one off would, for an element it then never
+/// uses) is caught: a checked run's inputs end at a page that faults.
+#[test]
+fn a_read_past_an_input_is_caught() {
+    let w = relu_workload("specialize(N = 64)");
+    let dir = common::scratch("check-fence");
+    let opts = common::options(&dir);
+    let relu = |last: i64| {
+        Candidate::Source(format!(
+            "{RELU_SIG} {{ volatile float seen = 0; for (int i = 0; i < {last}; ++i) seen = in_x[i]; \
+             (void)seen; for (int i = 0; i < 64; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0; }}"
+        ))
+    };
+    let records = measure_candidates(&w, &[relu(64), relu(65)], &opts).unwrap();
+    assert_eq!(
+        error_classes(&records),
+        vec![None, Some(ErrorClass::RuntimeCrash)],
+        "{records:#?}"
+    );
+}
+
 /// A bucket is checked at its anchor (the top of its range) and timed at
-/// each shape of its sweep: a checked run that writes past the anchor's
-/// output is caught, and a config of the bucket (a schedule of the generic
+/// each shape of its sweep: a checked run that runs past the anchor's
+/// sizes is caught (its read past the input faults before its write past the
+/// output shows), and a config of the bucket (a schedule of the generic
 /// kernel) measures.
 #[test]
 fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
@@ -124,7 +147,7 @@ fn buckets_are_checked_at_their_anchor_and_timed_over_their_sweep() {
     let classes = error_classes(&records);
     assert_eq!(
         classes,
-        vec![None, Some(ErrorClass::WrongResult), None],
+        vec![None, Some(ErrorClass::RuntimeCrash), None],
         "{records:#?}"
     );
 }

@@ -168,10 +168,13 @@ struct Tally {
 /// Builds `candidates` (made from `configs`) with `harness` in `dir` and
 /// checks each that compiled, on `timing`'s threads; a config over the source
 /// limit or past the compile limit is skipped and counted, as tuning records
-/// and skips it. A wrong result fails the test unless the same C is right
-/// compiled without loop if-conversion: then the compiler miscompiled it
-/// (`Harness::without_if_conversion`), which is counted and printed, as
-/// tuning would skip it too. `what` names a config in a failure's message.
+/// and skips it. A wrong result, or a crash (a read past an input faults),
+/// fails the test unless the same C is right compiled without loop
+/// if-conversion: then the compiler miscompiled it
+/// (`Harness::without_if_conversion`; GCC 12 turned a border block's tested
+/// copy into whole-vector loads past its input's end), which is counted and
+/// printed, as tuning would skip it too. `what` names a config in a failure's
+/// message.
 fn check_batch(
     harness: &measure::Harness,
     candidates: &[measure::Candidate],
@@ -193,7 +196,7 @@ fn check_batch(
         }
         match batch.check(i, timing) {
             Ok(()) => tally.checked += 1,
-            Err(e @ measure::MeasureError::WrongResult(_)) => {
+            Err(e @ (measure::MeasureError::WrongResult(_) | measure::MeasureError::Crash(_))) => {
                 let again = harness
                     .without_if_conversion()
                     .and_then(|h| h.build(&candidates[i..=i], &dir.join("no-if-conversion")))

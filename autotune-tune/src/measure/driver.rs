@@ -85,6 +85,7 @@ pub(super) fn source(w: &Workload, prefix: &str) -> String {
     let _ = writeln!(
         driver,
         "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\
+         #include <sys/mman.h>\n#include <unistd.h>\n\
          typedef int32_t (*kernel_t)({});\nvoid {prefix}_set_num_threads(int32_t);\n\
          extern const int at_n_kernels;\nextern kernel_t at_kernels[];\nextern kernel_t at_timed[][{parts}];",
         params.join(", ")
@@ -201,7 +202,9 @@ pub fn call_at_shapes(w: &Workload, name: &str, generic: &str) -> String {
 /// generated). A timed run prints one line per part (a bucket's sweep shape).
 ///
 /// Every buffer sits between two guard regions of a fixed byte pattern, checked
-/// after each checked run (exit 5: a write outside a buffer); before a checked
+/// after each checked run (exit 5: a write outside a buffer). In a checked run
+/// each input ends where an inaccessible page begins, so that a read past its
+/// end faults (a crash), which no pattern would show. Before a checked
 /// run the output is filled with a signalling-NaN pattern no computation
 /// produces, and an element still holding it afterwards was never written
 /// (exit 6). Both are wrong results, whatever the reference holds there.
@@ -229,12 +232,26 @@ static ELEM *guarded(size_t n) {
   return (ELEM *)p + GUARD;
 }
 
-/* Exits with status 5, naming the buffer, if a guard region changed. */
-static void check_guards(const ELEM *buf, size_t n, const char *what) {
+/* A checked run's input: a guard region before it, and right after its last
+ * element a page that faults when touched. (Element-aligned, which is all the
+ * kernels assume of a caller's buffer.) */
+static ELEM *fenced(size_t n) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t span = (sizeof(ELEM) * (n + GUARD) + page - 1) / page * page;
+  unsigned char *p = mmap(0, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED || mprotect(p + span, page, PROT_NONE)) return 0;
+  ELEM *buf = (ELEM *)(p + span) - n;
+  memset(buf - GUARD, GUARD_BYTE, sizeof(ELEM) * GUARD);
+  return buf;
+}
+
+/* Exits with status 5, naming the buffer, if a guard region changed (`hi`: the
+ * one after it too). */
+static void check_guards(const ELEM *buf, size_t n, int hi_too, const char *what) {
   const unsigned char *lo = (const unsigned char *)(buf - GUARD);
   const unsigned char *hi = (const unsigned char *)(buf + n);
   for (size_t b = 0; b < sizeof(ELEM) * GUARD; ++b) {
-    if (lo[b] != GUARD_BYTE || hi[b] != GUARD_BYTE) {
+    if (lo[b] != GUARD_BYTE || (hi_too && hi[b] != GUARD_BYTE)) {
       fprintf(stderr, "the kernel wrote outside %s (%s its end)\n", what,
               lo[b] != GUARD_BYTE ? "before" : "after");
       exit(5);
@@ -242,10 +259,10 @@ static void check_guards(const ELEM *buf, size_t n, const char *what) {
   }
 }
 
-static ELEM *read_input(const char *dir, int i, size_t n) {
+static ELEM *read_input(const char *dir, int i, size_t n, int checked) {
   char path[4096];
   snprintf(path, sizeof path, "%s/in%d.bin", dir, i);
-  ELEM *p = guarded(n);
+  ELEM *p = checked ? fenced(n) : guarded(n);
   FILE *f = fopen(path, "rb");
   if (!p || !f || fread(p, sizeof(ELEM), n, f) != n) {
     fprintf(stderr, "cannot read %s\n", path);
@@ -312,10 +329,10 @@ int main(int argc, char **argv) {
   if (argc < 4) return 2;
   int idx = atoi(argv[1]);
   const char *dir = argv[2];
-  ELEM *in[N_IN];
-  for (int i = 0; i < N_INPUTS; ++i) in[i] = read_input(dir, i, in_sizes[i]);
   /* A checked run writes OUT_SIZE elements; a timed one may sweep larger calls. */
   int checked = !strcmp(argv[3], "check") || !strcmp(argv[3], "reference");
+  ELEM *in[N_IN];
+  for (int i = 0; i < N_INPUTS; ++i) in[i] = read_input(dir, i, in_sizes[i], checked);
   size_t out_alloc = checked ? (size_t)OUT_SIZE : (size_t)OUT_ALLOC;
   ELEM *out = guarded(out_alloc);
   if (!out) return 3;
@@ -333,8 +350,8 @@ int main(int argc, char **argv) {
       for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) memcpy(&out[e], &poison, sizeof poison);
       if (!strcmp(argv[3], "reference") ? run_reference(CALL_ARGS) : k(CALL_ARGS)) return 3;
     }
-    check_guards(out, (size_t)OUT_SIZE, "its output");
-    for (int i = 0; i < N_INPUTS; ++i) check_guards(in[i], in_sizes[i], "an input");
+    check_guards(out, (size_t)OUT_SIZE, 1, "its output");
+    for (int i = 0; i < N_INPUTS; ++i) check_guards(in[i], in_sizes[i], 0, "an input");
     for (size_t e = 0; e < (size_t)OUT_SIZE; ++e) {
       if (!memcmp(&out[e], &poison, sizeof poison)) {
         fprintf(stderr, "the kernel left output element %zu unwritten\n", e);

@@ -134,8 +134,9 @@ impl Tiling {
     }
 
     /// The number of register tiles along spatial axis `a` in the block whose
-    /// tile loop variable (`o__`) is `outer` (the last block may hold fewer).
-    pub fn tiles_in_block(&self, a: usize, outer: &str) -> IExpr {
+    /// tile loop variable (`o__`) has the value `outer` (the last block may
+    /// hold fewer).
+    pub fn tiles_in_block(&self, a: usize, outer: IExpr) -> IExpr {
         if self.ext[a]
             .as_const()
             .is_some_and(|e| e % self.block_size(a) == 0)
@@ -145,21 +146,22 @@ impl Tiling {
             self.ext[a]
                 .clone()
                 .plus(IExpr::Const(self.tile[a] - 1))
-                .plus(IExpr::var(outer).times(IExpr::Const(-self.block_size(a))))
+                .plus(outer.times(IExpr::Const(-self.block_size(a))))
                 .floor_div(self.tile[a])
                 .min(IExpr::Const(self.block[a]))
         }
     }
 
     /// The trip count of the inner loop of reduction axis `r` in the block
-    /// starting at `first` (the `k0__` variable; the last block may be shorter).
-    pub fn inner_bound(&self, r: &ReduceAxis, first: &str) -> IExpr {
+    /// starting at `first` (the `k0__` variable's value; the last block may be
+    /// shorter).
+    pub fn inner_bound(&self, r: &ReduceAxis, first: IExpr) -> IExpr {
         if r.extent.as_const().is_some_and(|e| e % r.inner == 0) {
             IExpr::Const(r.inner)
         } else {
             r.extent
                 .clone()
-                .plus(IExpr::var(first).times(IExpr::Const(-1)))
+                .plus(first.times(IExpr::Const(-1)))
                 .min(IExpr::Const(r.inner))
         }
     }

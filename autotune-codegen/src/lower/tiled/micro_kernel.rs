@@ -409,7 +409,7 @@ impl<'a> MicroKernel<'a> {
     /// block ([`Tiling::inner_bound`]).
     fn inner_bound(&self, r: &ReduceAxis) -> IExpr {
         self.t()
-            .inner_bound(r, &tile_var("k0", self.stage(), r.axis))
+            .inner_bound(r, IExpr::var(&tile_var("k0", self.stage(), r.axis)))
     }
 
     /// One iteration of the innermost reduction loop: the origin indices of

@@ -123,7 +123,7 @@ impl Nest<'_> {
             body = vec![Stmt::For {
                 var: self.var("b", a),
                 start: IExpr::Const(0),
-                end: t.tiles_in_block(a, &self.var("o", a)),
+                end: t.tiles_in_block(a, IExpr::var(&self.var("o", a))),
                 step: 1,
                 kind: LoopKind::Serial,
                 body,
