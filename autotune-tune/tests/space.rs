@@ -197,15 +197,20 @@ fn check_batch(
         match batch.check(i, timing) {
             Ok(()) => tally.checked += 1,
             Err(e @ (measure::MeasureError::WrongResult(_) | measure::MeasureError::Crash(_))) => {
-                let again = harness
-                    .without_if_conversion()
-                    .and_then(|h| h.build(&candidates[i..=i], &dir.join("no-if-conversion")))
+                let (again, without) = match e {
+                    measure::MeasureError::Crash(_) => {
+                        (harness.without_vectorization(), "vectorisation")
+                    }
+                    _ => (harness.without_if_conversion(), "loop if-conversion"),
+                };
+                let again = again
+                    .and_then(|h| h.build(&candidates[i..=i], &dir.join("again")))
                     .and_then(|b| b.check(0, timing));
                 if let Err(again) = again {
-                    panic!("{}: {e} (without loop if-conversion: {again})", what(c));
+                    panic!("{}: {e} (without {without}: {again})", what(c));
                 }
                 println!(
-                    "{}: {e}, but right without loop if-conversion: miscompiled by {}, skipped",
+                    "{}: {e}, but right without {without}: miscompiled by {}, skipped",
                     what(c),
                     measure::compiler_version()
                 );

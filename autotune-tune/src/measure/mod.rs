@@ -248,12 +248,30 @@ impl Harness {
     /// one, and the tests tell the two apart with this.
     #[cfg(feature = "testing")]
     pub fn without_if_conversion(&self) -> Result<Harness, MeasureError> {
+        self.with_flag("-fno-tree-loop-if-convert", "objects-no-if-conversion")
+    }
+
+    /// This harness, but compiling candidates without vectorisation
+    /// (`-fno-tree-vectorize`), their objects kept apart: a candidate that
+    /// crashes as shipped (a read past an input faults in a checked run) and
+    /// runs right here read past its input only in the vector code GCC made
+    /// of it. GCC 12.2 loads whole vectors of a group of elements past the
+    /// last one the C reads (a weight read directly in a per-block-packed
+    /// NHWC conv); the tuner skips such a candidate as any crashing one, and
+    /// the tests tell the two apart with this.
+    #[cfg(feature = "testing")]
+    pub fn without_vectorization(&self) -> Result<Harness, MeasureError> {
+        self.with_flag("-fno-tree-vectorize", "objects-no-vectorization")
+    }
+
+    #[cfg(feature = "testing")]
+    fn with_flag(&self, flag: &str, objects: &str) -> Result<Harness, MeasureError> {
         Ok(Harness {
             workload: self.workload.clone(),
             isa: self.isa,
             dir: self.dir.clone(),
-            compiler: c_compiler(&["-fno-tree-loop-if-convert"])?,
-            kept: empty_dir(self.dir.join("objects-no-if-conversion"))?,
+            compiler: c_compiler(&[flag])?,
+            kept: empty_dir(self.dir.join(objects))?,
             objects: self.objects.clone(),
             reference: self.reference.clone(),
             compile_timeout: self.compile_timeout,
