@@ -1219,13 +1219,6 @@ fn reduction_lanes(stage: &Stage, extents: &[i64]) -> Option<Vec<usize>> {
     };
     let &r = axes.last()?;
     let reads = |ix: &Affine| ix.terms.iter().any(|(a, _)| *a == r);
-    let step = |ix: &Affine| -> i64 {
-        ix.terms
-            .iter()
-            .filter(|(a, _)| *a == r)
-            .map(|(_, c)| c)
-            .sum()
-    };
     let sites = load_sites(&stage.body);
     let (mut along, mut packed) = (false, Vec::new());
     for i in sites_under_reduction(stage) {
@@ -1242,7 +1235,7 @@ fn reduction_lanes(stage: &Stage, extents: &[i64]) -> Option<Vec<usize>> {
             continue;
         }
         along = true;
-        if outer.iter().any(reads) || step(last) != 1 {
+        if outer.iter().any(reads) || last.coefficient(r) != 1 {
             packed.push(i);
         }
     }

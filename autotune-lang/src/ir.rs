@@ -230,6 +230,15 @@ impl Affine {
         }
     }
 
+    /// The coefficient of `axis` in this index (0 where it does not read it).
+    pub fn coefficient(&self, axis: AxisId) -> i64 {
+        self.terms
+            .iter()
+            .filter(|(a, _)| *a == axis)
+            .map(|(_, c)| c)
+            .sum()
+    }
+
     pub fn add(&self, other: &Affine, sign: i64) -> Option<Affine> {
         let mut terms = self.terms.clone();
         for &(a, c) in &other.terms {

@@ -79,18 +79,11 @@ impl Indexer<'_> {
             Source::Packed { .. } | Source::BlockPacked { .. } => return None,
         };
         let r = self.t.last_reduce()?;
-        let coefficient = |ix: &Affine| -> i64 {
-            ix.terms
-                .iter()
-                .filter(|(a, _)| *a == r)
-                .map(|(_, c)| c)
-                .sum()
-        };
         let (last, outer) = index.split_last()?;
         let symbolic = dims.iter().any(|d| !matches!(d, IExpr::Const(_)));
-        let step = coefficient(last);
+        let step = last.coefficient(r);
         let window = last.terms.iter().any(|(a, _)| *a < self.t.n);
-        (symbolic && window && step != 0 && outer.iter().all(|ix| coefficient(ix) == 0))
+        (symbolic && window && step != 0 && outer.iter().all(|ix| ix.coefficient(r) == 0))
             .then_some(step)
     }
 

@@ -209,12 +209,7 @@ impl<'a> Sites<'a> {
             .fold(IExpr::Const(ix.offset), |acc, &(a, c)| {
                 acc.plus(self.idx.axis_value(a, p).times(IExpr::Const(c)))
             });
-        let lane_step = ix
-            .terms
-            .iter()
-            .filter(|(a, _)| Some(*a) == self.idx.t.vector_axis())
-            .map(|(_, c)| c)
-            .sum();
+        let lane_step = self.idx.t.vector_axis().map_or(0, |v| ix.coefficient(v));
         Guard {
             index,
             lane_step,
