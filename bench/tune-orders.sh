@@ -8,6 +8,8 @@
 #   merge (generator 7): each order that merges two spatial axes (`h*w`) off
 #     the vector axis, with a register tile of pixels as long as the register
 #     file allows beside the entry's vectors (and one shorter).
+#   ahead (generator 7): each copy of a constant read with `pack` 4, which
+#     prefetches its next slice (Read::PackAhead), one variant per load site.
 #   bash bench/tune-orders.sh                       # examples/resnet18, 1 and 2 threads
 #   START=merge OPS="conv3x3_relu" THREADS=1 bash bench/tune-orders.sh
 set -euo pipefail
@@ -54,6 +56,10 @@ for name, shapes in specs.items():
             if start == "merge":
                 knobs = space_knobs(at, src, name, e["workload"])
                 configs = merge_starts(knobs, config, st, isa)
+            elif start == "ahead":
+                knobs = space_knobs(at, src, name, e["workload"])
+                configs = [dict(config, **{k: 4}) for k, values in knobs.items()
+                           if k.startswith(f"{st}.pack.") and "4" in values and config.get(k) != 4]
             else:
                 # (A merged pair, `h*w`, stays one item.)
                 axes = [a for a in re.split("[-/]", config[f"{st}.order"]) if a]

@@ -967,6 +967,12 @@ impl Writer {
                 };
                 self.line(depth, &text);
             }
+            Stmt::Prefetch { buf, index } => {
+                // Read access, into L2 (locality 2): the next slice of a copy
+                // outgrows L1 long before it is read.
+                let idx = iexpr(index);
+                self.line(depth, &format!("__builtin_prefetch(&{buf}[{idx}], 0, 2);"));
+            }
             Stmt::SetLane { name, lane, value } => {
                 let v = self.vexpr(value).0;
                 self.line(depth, &format!("{name}[{}] = {v};", iexpr(lane)));

@@ -283,6 +283,12 @@ pub enum Stmt {
         lanes: usize,
         stride: i64,
     },
+    /// A hint to fetch the cache line of `buf[index]` into the L2 cache
+    /// (`__builtin_prefetch`, which never faults: the index may be past the end).
+    Prefetch {
+        buf: String,
+        index: IExpr,
+    },
     /// `if (all lhs < rhs) then else otherwise`.
     If {
         conds: Vec<(IExpr, IExpr)>,
@@ -318,6 +324,7 @@ impl Stmt {
             Stmt::Assign { value, .. } => value.mentions(v),
             Stmt::SetLane { lane, value, .. } => lane.mentions(v) || value.mentions(v),
             Stmt::Store { index, value, .. } => index.mentions(v) || value.mentions(v),
+            Stmt::Prefetch { index, .. } => index.mentions(v),
             Stmt::If {
                 conds,
                 then,

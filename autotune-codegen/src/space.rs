@@ -322,6 +322,9 @@ pub struct TiledStage {
     /// The load sites (by position) that may read in place with guarded
     /// border tiles ([`Read::Guard`]): padded loads under the reduction.
     pub guardable: Vec<usize>,
+    /// The load sites (by position) under the reduction that read a constant
+    /// input: their copy may prefetch its next slice ([`Read::PackAhead`]).
+    pub constant: Vec<usize>,
     /// Whether the vector may run along the innermost reduction axis
     /// ([`StagePlan::reduce_lanes`]), and if so the load sites (by position)
     /// that then read from a copy with that axis innermost ([`Read::Pack`]):
@@ -378,7 +381,7 @@ pub struct StagePlan {
 }
 
 /// How the register tile of a stage reads the operand of one load site (the
-/// `pack.N` knob: 0, 1, 2, 3).
+/// `pack.N` knob: 0, 1, 2, 3, 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Read {
     /// In place where every read (overhanging tiles' included) stays inside
@@ -398,6 +401,16 @@ pub enum Read {
     /// read once, in runs. As `Pack` where that buffer would be over
     /// [`BLOCK_PACK_BYTES`].
     PackBlock,
+    /// As `Pack`, for a constant input (its copy kept in the caller's handle,
+    /// which a network's pass reads from memory: its 47 MB of weights do not
+    /// stay in the cache), and each register tile also prefetches into L2 a
+    /// share of what the next outer tile will read of the copy, spread over
+    /// the tile's outermost reduction loop. Where the nest re-reads one outer
+    /// tile's slice (a conv's weights, for each row of pixels), the next slice
+    /// then streams in while this one is read from cache, instead of only
+    /// while it is first read. As `Pack` where the nest does not read the copy
+    /// slice by slice (see `lower::tiled::ahead`), and in a generic kernel.
+    PackAhead,
 }
 
 /// The largest buffer of a [`Read::PackBlock`] copy: it lives on the stack of
@@ -528,6 +541,7 @@ impl Space {
                 loads: load_sites(&stage.body).len(),
                 blockable: sites_under_reduction(stage),
                 guardable: guardable_sites(stage),
+                constant: constant_sites(op, stage),
                 reduction_lanes: reduction_lanes(stage, &extents),
                 fusible_consumer: fusible,
             };
@@ -1112,6 +1126,9 @@ fn stage_knobs(
             if info.blockable.contains(&site) {
                 choices.push(3);
             }
+            if info.constant.contains(&site) {
+                choices.push(4);
+            }
             knobs.push(Knob {
                 name: KnobName::new(p, KnobKind::Pack(site)),
                 choices: ints(&choices),
@@ -1177,6 +1194,18 @@ fn sites_under_reduction(stage: &Stage) -> Vec<usize> {
         .enumerate()
         .filter(|(_, e)| under.contains(&(*e as *const Expr)))
         .map(|(i, _)| i)
+        .collect()
+}
+
+/// The load sites of a stage that [`Read::PackAhead`] applies to: loads of
+/// a constant input under its reduction.
+fn constant_sites(op: &Operator, stage: &Stage) -> Vec<usize> {
+    let sites = load_sites(&stage.body);
+    sites_under_reduction(stage)
+        .into_iter()
+        .filter(|&i| {
+            matches!(sites[i], Expr::Load { tensor: TensorRef::Input(t), .. } if op.constants.contains(t))
+        })
         .collect()
 }
 
@@ -1340,6 +1369,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
                     1 => Read::Pack,
                     2 => Read::Guard,
                     3 => Read::PackBlock,
+                    4 => Read::PackAhead,
                     _ => Read::Direct,
                 }
             })

@@ -869,7 +869,7 @@ impl Walker {
                     self.stmts(otherwise);
                 }
             }
-            Stmt::Comment(_) | Stmt::Array { .. } => {}
+            Stmt::Comment(_) | Stmt::Array { .. } | Stmt::Prefetch { .. } => {}
         }
     }
 

@@ -805,7 +805,10 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
                 | Stmt::Assign { value: v, .. }
                 | Stmt::SetLane { value: v, .. }
                 | Stmt::Store { value: v, .. } => v,
-                Stmt::Let { .. } | Stmt::Comment(_) | Stmt::Array { .. } => continue,
+                Stmt::Let { .. }
+                | Stmt::Comment(_)
+                | Stmt::Array { .. }
+                | Stmt::Prefetch { .. } => continue,
             };
             if in_ri {
                 let n = guarded_loads(value);
@@ -1167,4 +1170,273 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
         // loaded machine's compile limit).
         assert!(t.checked >= 2, "{}: too few configs checked", w.key());
     }
+}
+
+/// `pack.N` value of a constant's copy that prefetches its next slice.
+const AHEAD: i64 = 4;
+
+/// A 3×3 conv + bias + ReLU whose weights and bias are constants, at shapes
+/// with four tiles of 16 output channels.
+fn conv3x3_constant() -> Workload {
+    common::workload(
+        "constant(w, b), R = 3, S = 3, specialize(C = 16, H = 7, W = 7, K = 64)",
+        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
+            let y: Tensor<f32, (K, H, W)> =
+                compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+            compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+        }",
+    )
+}
+
+/// Random configs of operators with constant inputs, each also with every
+/// constant's copy prefetching its next slice ([`AHEAD`]), match the
+/// reference (prefetches never change a result: what this checks is that
+/// their code compiles and that nothing else of the kernel changed).
+#[test]
+fn copies_prefetching_their_next_slice_match_the_reference() {
+    let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ahead");
+    let gemm = common::workload(
+        "constant(b), specialize(M = 16, N = 64, K = 24)",
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    );
+    let mut jobs = Vec::new();
+    for w in [gemm, conv3x3_constant()] {
+        let (op, shapes) = (&w.op, w.shapes());
+        let space = Space::new(op, shapes);
+        let mut configs = vec![space.default_config(op, shapes)];
+        configs.extend(
+            (0..400)
+                .map(|_| space.config_at(rng.gen_range(0..space.size())))
+                .filter(|c| space.sensible(c))
+                .take(3),
+        );
+        let ahead = with_reads(&space, &configs, AHEAD);
+        assert_eq!(
+            ahead.len(),
+            configs.len(),
+            "{}: no copy may prefetch",
+            op.name
+        );
+        let prefetching = ahead
+            .iter()
+            .filter(|c| trace_copy(&w, c).prefetches > 0)
+            .count();
+        println!(
+            "{}: {prefetching} of {} configs prefetch",
+            op.name,
+            ahead.len()
+        );
+        assert!(prefetching > 0, "{}: no config prefetches", op.name);
+        let dir = root.join(&op.name);
+        jobs.push((w, ahead, dir));
+    }
+    let tallies = measure::on_every_core(&jobs, |(w, configs, dir)| {
+        check_configs(w, configs, dir, seed)
+    });
+    for (t, (w, ..)) in tallies.iter().zip(&jobs) {
+        println!(
+            "{}: {} configs checked, {} skipped at tuning's limits, {} miscompiled",
+            w.key(),
+            t.checked,
+            t.skipped,
+            t.miscompiled
+        );
+        // The default at least (random ones may pass a loaded machine's
+        // compile limit).
+        assert!(t.checked >= 1, "{}: nothing checked", w.key());
+    }
+}
+
+/// How a kernel's nest reads the copy of its first constant input, run as
+/// index arithmetic (no values).
+struct CopyTrace {
+    /// Elements of the copy.
+    elems: i64,
+    prefetches: usize,
+    /// Prefetches outside the copy.
+    outside: usize,
+    /// Cache lines of the copy the nest loads, and of those the ones it
+    /// prefetched before its first load of them.
+    lines_loaded: usize,
+    lines_ahead: usize,
+}
+
+/// [`CopyTrace`] of `config` of `w` (a specialisation).
+fn trace_copy(w: &Workload, config: &Config) -> CopyTrace {
+    use autotune_codegen::loopnest::{IExpr, Stmt, VExpr};
+    use autotune_lang::mangle::Variant;
+    use std::collections::{HashMap, HashSet};
+
+    fn eval(e: &IExpr, env: &HashMap<String, i64>) -> i64 {
+        let (a, b) = match e {
+            IExpr::Const(c) => return *c,
+            IExpr::Var(v) => return *env.get(v).unwrap_or_else(|| panic!("{v} unbound")),
+            IExpr::Add(a, b)
+            | IExpr::Mul(a, b)
+            | IExpr::Min(a, b)
+            | IExpr::Max(a, b)
+            | IExpr::Div(a, b)
+            | IExpr::Mod(a, b) => (eval(a, env), eval(b, env)),
+        };
+        match e {
+            IExpr::Add(..) => a + b,
+            IExpr::Mul(..) => a * b,
+            IExpr::Min(..) => a.min(b),
+            IExpr::Max(..) => a.max(b),
+            IExpr::Div(..) => a.div_euclid(b),
+            _ => a.rem_euclid(b),
+        }
+    }
+    struct Walk<'a> {
+        buf: &'a str,
+        env: HashMap<String, i64>,
+        /// Per cache line: prefetched (and not yet loaded), loaded.
+        prefetched: HashSet<i64>,
+        loaded: HashSet<i64>,
+        t: CopyTrace,
+    }
+    impl Walk<'_> {
+        fn line(&self, index: i64) -> i64 {
+            index.div_euclid(16)
+        }
+        fn load(&mut self, e: &VExpr) {
+            match e {
+                VExpr::Load { buf, index, .. } if buf == self.buf => {
+                    let line = self.line(eval(index, &self.env));
+                    if self.loaded.insert(line) {
+                        self.t.lines_loaded += 1;
+                        self.t.lines_ahead += usize::from(self.prefetched.contains(&line));
+                    }
+                }
+                VExpr::Splat(a, _) | VExpr::Unary(_, a) | VExpr::Horizontal(_, a) => self.load(a),
+                VExpr::Binary(_, a, b) => {
+                    self.load(a);
+                    self.load(b);
+                }
+                _ => {}
+            }
+        }
+        fn run(&mut self, body: &[Stmt]) {
+            for s in body {
+                match s {
+                    Stmt::For {
+                        var,
+                        start,
+                        end,
+                        step,
+                        body,
+                        ..
+                    } => {
+                        let (start, end) = (eval(start, &self.env), eval(end, &self.env));
+                        for i in (start..end).step_by(*step as usize) {
+                            self.env.insert(var.clone(), i);
+                            self.run(body);
+                        }
+                    }
+                    Stmt::Parallel { var, extent, body } => {
+                        for i in 0..eval(extent, &self.env) {
+                            self.env.insert(var.clone(), i);
+                            self.run(body);
+                        }
+                    }
+                    Stmt::Let { name, value } => {
+                        let v = eval(value, &self.env);
+                        self.env.insert(name.clone(), v);
+                    }
+                    Stmt::If {
+                        conds,
+                        then,
+                        otherwise,
+                    } => {
+                        let holds = conds
+                            .iter()
+                            .all(|(a, b)| eval(a, &self.env) < eval(b, &self.env));
+                        self.run(if holds { then } else { otherwise });
+                    }
+                    Stmt::Prefetch { buf, index } if buf == self.buf => {
+                        let i = eval(index, &self.env);
+                        self.t.prefetches += 1;
+                        self.t.outside += usize::from(i < 0 || i >= self.t.elems);
+                        self.prefetched.insert(self.line(i));
+                    }
+                    Stmt::Local { init: v, .. }
+                    | Stmt::Assign { value: v, .. }
+                    | Stmt::SetLane { value: v, .. }
+                    | Stmt::Store { value: v, .. } => self.load(v),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    let (op, spec) = (&w.op, w.spec);
+    let plan = Space::new(op, w.shapes()).plan(op, config).unwrap();
+    let kernel = autotune_codegen::lower::lower(
+        op,
+        Variant::Specialized(spec),
+        Some(&plan),
+        "k".to_string(),
+        "rt".to_string(),
+    );
+    let copy = &kernel.constants[0].buffers[0];
+    let mut walk = Walk {
+        buf: &copy.name,
+        env: HashMap::new(),
+        prefetched: HashSet::new(),
+        loaded: HashSet::new(),
+        t: CopyTrace {
+            elems: copy.elems.as_const().expect("a specialisation's copy"),
+            prefetches: 0,
+            outside: 0,
+            lines_loaded: 0,
+            lines_ahead: 0,
+        },
+    };
+    walk.run(&kernel.body);
+    walk.t
+}
+
+/// A conv whose weights' copy is read slice by slice (four tiles of 16
+/// output channels, each reused for every row of pixels): with `pack` 4,
+/// every line of the three slices after the first is prefetched before the
+/// nest first loads it, and no prefetch leaves the copy; with `pack` 1
+/// (the same copy) nothing is.
+#[test]
+fn a_constant_copy_is_prefetched_a_slice_ahead_of_its_loads() {
+    let w = conv3x3_constant();
+    let space = Space::new(&w.op, w.shapes());
+    let mut config = space.default_config(&w.op, w.shapes());
+    for (knob, value) in [
+        ("y.order", "k-v-h"),
+        ("y.vector", "k16"),
+        ("y.tile.k", "1"),
+        ("y.tile.h", "2"),
+        ("y.tile.v", "7"),
+        ("y.block.k", "1"),
+        ("y.block.h", "1"),
+        ("y.block.v", "1"),
+        ("y.parallel", "1"),
+        ("y.pack.1", "4"),
+    ] {
+        let value = value.parse().map_or(Value::Name(value.into()), Value::Int);
+        config.0.insert(knob.parse().unwrap(), value);
+    }
+    space.index_of(&config).expect("a config of the space");
+    let ahead = trace_copy(&w, &config);
+    assert_eq!(ahead.outside, 0, "prefetches outside the copy");
+    assert_eq!(ahead.lines_loaded as i64, ahead.elems / 16);
+    assert_eq!(
+        ahead.lines_ahead,
+        ahead.lines_loaded * 3 / 4,
+        "lines prefetched before their first load, of {}",
+        ahead.lines_loaded
+    );
+    config.0.insert("y.pack.1".parse().unwrap(), Value::Int(1));
+    let plain = trace_copy(&w, &config);
+    assert_eq!((plain.prefetches, plain.lines_ahead), (0, 0));
+    assert_eq!(plain.lines_loaded, ahead.lines_loaded);
 }

@@ -44,6 +44,52 @@ fn value_name(i: usize) -> String {
     format!("v__{i}")
 }
 
+/// What each register tile prefetches of a constant's copy
+/// ([`crate::space::Read::PackAhead`]): the next outer tile's slice of it
+/// (`slice` elements from `next`), spread evenly over the `count` iterations
+/// of the tile's outermost reduction loop that one outer tile runs, of which
+/// `at` numbers the current one. Built by the nest, which knows the loops.
+pub(super) struct Ahead {
+    pub buf: String,
+    pub next: IExpr,
+    pub at: IExpr,
+    pub count: i64,
+    pub slice: i64,
+    /// Elements of a cache line.
+    pub line: i64,
+}
+
+impl Ahead {
+    /// The prefetches of `steps` iterations of that loop from the current one:
+    /// their share of the slice, a line at a time (as many lines as an
+    /// iteration reads of the copy, divided by the times one outer tile reads
+    /// its slice, so never more prefetches than loads).
+    fn prefetches(&self, steps: i64) -> Vec<Stmt> {
+        let share = (steps * self.slice + self.count - 1) / self.count;
+        let lines = ((share + self.line - 1) / self.line).max(1);
+        let g = gcd(self.slice, self.count);
+        let from = self.next.clone().plus(
+            self.at
+                .clone()
+                .times(IExpr::Const(self.slice / g))
+                .floor_div(self.count / g),
+        );
+        (0..lines)
+            .map(|l| Stmt::Prefetch {
+                buf: self.buf.clone(),
+                index: from.clone().plus(IExpr::Const(l * self.line)),
+            })
+            .collect()
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    match b {
+        0 => a.max(1),
+        _ => gcd(b, a % b),
+    }
+}
+
 /// The register tile of one tiled stage.
 pub(super) struct MicroKernel<'a> {
     sites: &'a Sites<'a>,
@@ -59,6 +105,8 @@ pub(super) struct MicroKernel<'a> {
     elems: Vec<Vec<i64>>,
     /// Spatial axes whose last tile may overhang the stage.
     overhang: Vec<usize>,
+    /// Copies whose next slice the tile prefetches.
+    ahead: Vec<Ahead>,
 }
 
 impl<'a> MicroKernel<'a> {
@@ -80,7 +128,21 @@ impl<'a> MicroKernel<'a> {
             target_buf,
             elems: tile_elems(t, order),
             overhang: (0..t.n).filter(|a| t.may_overhang(*a)).collect(),
+            ahead: Vec::new(),
         }
+    }
+
+    /// The tile also prefetches these copies' next slices.
+    pub fn prefetching(self, ahead: Vec<Ahead>) -> Self {
+        MicroKernel { ahead, ..self }
+    }
+
+    /// The prefetches of `steps` iterations of the outermost reduction loop.
+    fn prefetches(&self, steps: i64) -> Vec<Stmt> {
+        self.ahead
+            .iter()
+            .flat_map(|a| a.prefetches(steps))
+            .collect()
     }
 
     /// The tile's code: accumulate `reduction` (the stage's reduction node, if
@@ -294,13 +356,19 @@ impl<'a> MicroKernel<'a> {
         let last = t.red.last().expect("a reduction has axes");
         let u = unroll.max(1) as i64;
         let ri = tile_var("ri", self.stage(), last.axis);
+        // The prefetches go into the outermost loop's body: here if it is
+        // this one, for the steps each iteration makes.
+        let ahead = |steps: i64| match t.red.len() {
+            1 => self.prefetches(steps),
+            _ => Vec::new(),
+        };
         let mut body = if let Some((_, lanes)) = t.lane_reduction() {
             self.lane_loops(rop, rbody, u, lanes as i64, last)
         } else if u == 1 {
             vec![Stmt::serial(
                 &ri,
                 self.inner_bound(last),
-                self.iteration(rop, rbody, 0..1, border),
+                [ahead(1), self.iteration(rop, rbody, 0..1, border)].concat(),
             )]
         } else {
             let end = self.inner_bound(last);
@@ -312,7 +380,7 @@ impl<'a> MicroKernel<'a> {
                 end: main_end,
                 step: u,
                 kind: LoopKind::Unrolled(u as usize),
-                body: self.iteration(rop, rbody, 0..u, border),
+                body: [ahead(u), self.iteration(rop, rbody, 0..u, border)].concat(),
             }];
             // The remainder, unless the trip count is a known multiple of the unroll.
             if end.as_const().is_none_or(|e| e % u != 0) {
@@ -322,12 +390,15 @@ impl<'a> MicroKernel<'a> {
                     end,
                     step: 1,
                     kind: LoopKind::Serial,
-                    body: self.iteration(rop, rbody, 0..1, border),
+                    body: [ahead(1), self.iteration(rop, rbody, 0..1, border)].concat(),
                 });
             }
             loops
         };
-        for r in t.red.iter().rev().skip(1) {
+        for (i, r) in t.red.iter().enumerate().rev().skip(1) {
+            if i == 0 {
+                body = [self.prefetches(1), body].concat();
+            }
             body = vec![Stmt::serial(
                 &tile_var("ri", self.stage(), r.axis),
                 self.inner_bound(r),

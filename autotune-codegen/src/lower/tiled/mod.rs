@@ -62,8 +62,11 @@ use crate::space::{Read, StagePlan};
 use geometry::{product, Tiling};
 use index::Indexer;
 use micro_kernel::MicroKernel;
-use operands::Operands;
+use operands::{Operands, Source};
 use sites::Sites;
+
+/// Bytes of a cache line, the unit of a prefetch.
+const CACHE_LINE: i64 = 64;
 
 /// Lowers stage `s` of `op` (and the consumer fused into it) with `plan`,
 /// adding the buffers it allocates to `scratch`. Also returns the elements
@@ -132,7 +135,7 @@ pub(crate) fn lower_stage(
     };
     let in_place: Vec<Vec<usize>> = sites_of(op, s, plan, consumer)
         .into_iter()
-        .filter(|site| !matches!(site.read, Read::Pack | Read::PackBlock))
+        .filter(|site| !matches!(site.read, Read::Pack | Read::PackBlock | Read::PackAhead))
         .filter_map(|site| probe.in_place_axes(site.load))
         .collect();
     if in_place.is_empty() {
@@ -234,6 +237,8 @@ fn tiled_nest(
     // The copies made at the start of a block.
     let mut block = Vec::new();
     let mut sites = Sites::new(Indexer { stage, t }, operands.dims);
+    let order = t.order(plan);
+    let mut ahead = Vec::new();
     // Resolve every load: the stage's own, then the fused consumer's.
     for site in sites_of(op, s, plan, consumer) {
         let tag = match constant_input(op, site.load) {
@@ -251,9 +256,20 @@ fn tiled_nest(
             &mut block,
         );
         keep_constant_copies(op, site.load, constants, scratch, buffers, &mut out, stmts);
+        if let (Read::PackAhead, Source::Packed { layout }) = (site.read, &access.source) {
+            let line = CACHE_LINE / op.dtype.size() as i64;
+            ahead.extend(nest::ahead(
+                stage,
+                t,
+                &order,
+                plan,
+                &access.buf,
+                layout,
+                line,
+            ));
+        }
         sites.push(site.load, access);
     }
-    let order = t.order(plan);
     let target = buffer_name(op, TensorRef::Stage(consumer.unwrap_or(s)));
     let micro = MicroKernel::new(
         &sites,
@@ -262,6 +278,7 @@ fn tiled_nest(
         target,
         &order,
     )
+    .prefetching(ahead)
     .lower(reduction, plan.unroll);
     let block_fill = block.iter().map(|b| b.elems).sum();
     out.extend(nest::nest(stage, t, &order, plan, block, micro));

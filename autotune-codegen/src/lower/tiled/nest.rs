@@ -8,7 +8,8 @@
 use autotune_lang::ir::{AxisId, Stage};
 
 use super::geometry::{merge_vars, product, tile_var, Merge, Tiling};
-use super::operands::BlockCopy;
+use super::micro_kernel::Ahead;
+use super::operands::{BlockCopy, Level};
 use crate::loopnest::{IExpr, LoopKind, Stmt};
 use crate::space::StagePlan;
 
@@ -81,14 +82,90 @@ pub(super) fn outer_levels(t: &Tiling, order: &[usize], plan: &StagePlan) -> Vec
 pub(super) fn copy_depth(levels: &[OuterLevel], n: usize, axes: &[AxisId]) -> usize {
     levels
         .iter()
-        .rposition(|level| {
-            axes.iter().any(|&a| match level {
-                OuterLevel::Parallel(fused) => fused.contains(&a),
-                OuterLevel::Tile(b) => a == *b,
-                OuterLevel::Reduce => a >= n,
-            })
-        })
+        .rposition(|level| binds(level, n, axes))
         .unwrap_or(levels.len().saturating_sub(1))
+}
+
+/// Whether `level` binds one of `axes` (a reduction axis: any of `n` spatial
+/// axes' ids or more, by the reduction blocks).
+fn binds(level: &OuterLevel, n: usize, axes: &[AxisId]) -> bool {
+    axes.iter().any(|&a| match level {
+        OuterLevel::Parallel(fused) => fused.contains(&a),
+        OuterLevel::Tile(b) => a == *b,
+        OuterLevel::Reduce => a >= n,
+    })
+}
+
+/// What a register tile prefetches of the copy `buf` of a constant, laid out
+/// as `layout` ([`crate::space::Read::PackAhead`]), `line` elements to a
+/// cache line: the slice of the next outer tile of the layout's first axis,
+/// where the outermost level that reads the copy runs those outer tiles (so
+/// one outer tile reads one slice of it, in layout order); `None` where the
+/// nest reads the copy otherwise (the reduction blocks outside, lanes along
+/// the reduction) or at sizes only run time knows.
+pub(super) fn ahead(
+    stage: &Stage,
+    t: &Tiling,
+    order: &[usize],
+    plan: &StagePlan,
+    buf: &str,
+    layout: &[(AxisId, Level, IExpr)],
+    line: i64,
+) -> Option<Ahead> {
+    if !t.known() || t.red.is_empty() || t.lane_reduction().is_some() {
+        return None;
+    }
+    let &(a, Level::Outer, ref outer) = layout.first()? else {
+        return None;
+    };
+    let outer = outer.as_const().filter(|o| *o > 1)?;
+    let slice = layout[1..]
+        .iter()
+        .map(|l| l.2.as_const())
+        .product::<Option<i64>>()?;
+    let levels = outer_levels(t, order, plan);
+    let reads: Vec<AxisId> = layout.iter().map(|l| l.0).collect();
+    let x = levels.iter().position(|level| binds(level, t.n, &reads))?;
+    match &levels[x] {
+        OuterLevel::Tile(b) if *b == a => {}
+        OuterLevel::Parallel(fused) if fused.contains(&a) => {}
+        _ => return None,
+    }
+    // The loops one outer tile runs down to the outermost reduction loop of
+    // the register tile, with their trip counts (a border block's fewer).
+    let var = |kind: &str, a: usize| tile_var(kind, stage, a);
+    let mut loops: Vec<(String, i64)> = Vec::new();
+    for level in &levels[x + 1..] {
+        match level {
+            OuterLevel::Tile(b) => loops.push((var("o", *b), t.outer[*b].as_const()?)),
+            OuterLevel::Reduce => {
+                for r in &t.red {
+                    loops.push((var("ro", r.axis), r.outer.as_const()?));
+                }
+            }
+            OuterLevel::Parallel(_) => return None,
+        }
+    }
+    for &b in order {
+        let tiles = (t.ext[b].as_const()? + t.tile[b] - 1) / t.tile[b];
+        loops.push((var("b", b), t.block[b].min(tiles)));
+    }
+    let r0 = &t.red[0];
+    loops.push((var("ri", r0.axis), r0.inner));
+    let (at, count) = loops.iter().fold((IExpr::Const(0), 1), |(at, n), (v, e)| {
+        (at.times(IExpr::Const(*e)).plus(IExpr::var(v)), n * e)
+    });
+    let next = IExpr::var(&var("o", a))
+        .plus(IExpr::Const(1))
+        .min(IExpr::Const(outer - 1));
+    Some(Ahead {
+        buf: buf.to_string(),
+        next: next.times(IExpr::Const(slice)),
+        at,
+        count,
+        slice,
+        line,
+    })
 }
 
 struct Nest<'a> {

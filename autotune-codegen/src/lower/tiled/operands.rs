@@ -100,6 +100,8 @@ impl Operands<'_> {
         let read = match read {
             Read::Guard if self.t.merge.is_some_and(merged) => Read::Direct,
             Read::PackBlock if pad.is_some() && self.t.merge.is_some_and(merged) => Read::Pack,
+            // (Its prefetches are the nest's: the copy is the same.)
+            Read::PackAhead => Read::Pack,
             read => read,
         };
         let pack = matches!(read, Read::Pack | Read::PackBlock);
