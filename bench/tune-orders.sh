@@ -8,16 +8,18 @@
 #   merge (generator 7): each order that merges two spatial axes (`h*w`) off
 #     the vector axis, with a register tile of pixels as long as the register
 #     file allows beside the entry's vectors (and one shorter).
-#   ahead (generator 7): each copy of a constant read with `pack` 4, which
-#     prefetches its next slice (Read::PackAhead), one variant per load site.
+#   ahead (generator 7): each operand under the reduction read with `pack` 4
+#     (copied whole, and its next slice prefetched: Read::PackAhead), one
+#     variant per load site.
 #   bash bench/tune-orders.sh                       # examples/resnet18, 1 and 2 threads
 #   START=merge OPS="conv3x3_relu" THREADS=1 bash bench/tune-orders.sh
+#   FILE=bench/ops.rs CACHE=bench/tuning-cache OPS=gemm START=ahead bash bench/tune-orders.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
 autotune_cli
 EXAMPLE=${EXAMPLE:-$ROOT/examples/resnet18}
-FILE=$EXAMPLE/src/ops.rs
+FILE=${FILE:-$EXAMPLE/src/ops.rs}
 CACHE=${CACHE:-$ROOT/tuning-cache}
 TRIALS=${TRIALS:-32}
 ISA=$(grep -qw avx512f /proc/cpuinfo && echo avx512 || echo avx2)
@@ -37,7 +39,7 @@ text = open(src).read()
 specs = {}
 for attr, name in re.findall(r"#\[tensor_op\((.*?)\)\]\s*pub fn (\w+)", text, re.S):
     specs[name] = [
-        " ".join(f"{k}{v}" for k, v in re.findall(r"(\w+)\s*=\s*(\d+)", s))
+        sorted(f"{k}{v}" for k, v in re.findall(r"(\w+)\s*=\s*(\d+)", s))
         for s in re.findall(r"specialize\((.*?)\)", attr)
     ]
 for name, shapes in specs.items():
@@ -47,7 +49,8 @@ for name, shapes in specs.items():
     for e in tomllib.load(open(path, "rb")).get("entry", []):
         if not e["target"].endswith("/" + isa) or str(e.get("threads")) != threads:
             continue
-        shape = e["workload"].split("[", 1)[1].rstrip("]")
+        # (The workload names its sizes in another order than the source may.)
+        shape = sorted(e["workload"].split("[", 1)[1].rstrip("]").split())
         if shape not in shapes:
             continue
         config = e["config"]

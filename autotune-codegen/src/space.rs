@@ -317,14 +317,12 @@ pub struct TiledStage {
     /// Number of load sites (pre-order) in the stage body.
     pub loads: usize,
     /// The load sites (by position) under the reduction: those that may be
-    /// packed per block inside the nest ([`Read::PackBlock`]).
+    /// packed per block inside the nest ([`Read::PackBlock`]) or prefetch
+    /// their copy's next slice ([`Read::PackAhead`]).
     pub blockable: Vec<usize>,
     /// The load sites (by position) that may read in place with guarded
     /// border tiles ([`Read::Guard`]): padded loads under the reduction.
     pub guardable: Vec<usize>,
-    /// The load sites (by position) under the reduction that read a constant
-    /// input: their copy may prefetch its next slice ([`Read::PackAhead`]).
-    pub constant: Vec<usize>,
     /// Whether the vector may run along the innermost reduction axis
     /// ([`StagePlan::reduce_lanes`]), and if so the load sites (by position)
     /// that then read from a copy with that axis innermost ([`Read::Pack`]):
@@ -401,15 +399,16 @@ pub enum Read {
     /// read once, in runs. As `Pack` where that buffer would be over
     /// [`BLOCK_PACK_BYTES`].
     PackBlock,
-    /// As `Pack`, for a constant input (its copy kept in the caller's handle,
-    /// which a network's pass reads from memory: its 47 MB of weights do not
-    /// stay in the cache), and each register tile also prefetches into L2 a
-    /// share of what the next outer tile will read of the copy, spread over
-    /// the tile's outermost reduction loop. Where the nest re-reads one outer
-    /// tile's slice (a conv's weights, for each row of pixels), the next slice
-    /// then streams in while this one is read from cache, instead of only
-    /// while it is first read. As `Pack` where the nest does not read the copy
-    /// slice by slice (see `lower::tiled::ahead`), and in a generic kernel.
+    /// As `Pack`, and each register tile also prefetches into L2 a share of
+    /// what the next outer tile will read of the copy, spread over the tile's
+    /// outermost reduction loop. Where the nest re-reads one outer tile's
+    /// slice (a conv's weights, for each row of pixels; a GEMM's panel of B,
+    /// for each block of rows), the next slice then streams in while this one
+    /// is read from cache, instead of only while it is first read: from
+    /// memory for a constant's copy (kept in the caller's handle, and a
+    /// network's 47 MB of weights do not stay in the cache), from L3 for a
+    /// copy larger than L2. As `Pack` where the nest does not read the copy
+    /// slice by slice (`lower::tiled::nest::ahead`), and in a generic kernel.
     PackAhead,
 }
 
@@ -541,7 +540,6 @@ impl Space {
                 loads: load_sites(&stage.body).len(),
                 blockable: sites_under_reduction(stage),
                 guardable: guardable_sites(stage),
-                constant: constant_sites(op, stage),
                 reduction_lanes: reduction_lanes(stage, &extents),
                 fusible_consumer: fusible,
             };
@@ -1124,10 +1122,7 @@ fn stage_knobs(
                 choices.push(2);
             }
             if info.blockable.contains(&site) {
-                choices.push(3);
-            }
-            if info.constant.contains(&site) {
-                choices.push(4);
+                choices.extend([3, 4]);
             }
             knobs.push(Knob {
                 name: KnobName::new(p, KnobKind::Pack(site)),
@@ -1194,18 +1189,6 @@ fn sites_under_reduction(stage: &Stage) -> Vec<usize> {
         .enumerate()
         .filter(|(_, e)| under.contains(&(*e as *const Expr)))
         .map(|(i, _)| i)
-        .collect()
-}
-
-/// The load sites of a stage that [`Read::PackAhead`] applies to: loads of
-/// a constant input under its reduction.
-fn constant_sites(op: &Operator, stage: &Stage) -> Vec<usize> {
-    let sites = load_sites(&stage.body);
-    sites_under_reduction(stage)
-        .into_iter()
-        .filter(|&i| {
-            matches!(sites[i], Expr::Load { tensor: TensorRef::Input(t), .. } if op.constants.contains(t))
-        })
         .collect()
 }
 

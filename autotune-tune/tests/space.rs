@@ -554,6 +554,7 @@ fn random_configs_match_the_reference() {
     // every core.
     let mut jobs = Vec::new();
     let (mut guarded_configs, mut block_configs, mut merged_configs) = (0, 0, 0);
+    let mut ahead_configs = 0;
     let mut lane_configs = 0;
     for op in test_ops() {
         let Some(op) = with_random_shape(&op, &mut rng) else {
@@ -569,10 +570,12 @@ fn random_configs_match_the_reference() {
             configs.extend((0..cases).map(|_| space.config_at(rng.gen_range(0..space.size()))));
             // The default and the first draw again with every padded read
             // guarded in place, where the space offers it, and again with every
-            // operand under the reduction packed per block.
+            // operand under the reduction packed per block, and packed whole
+            // with its next slice prefetched.
             let first = &configs[..2.min(configs.len())];
             let with_guards = with_reads(&space, first, GUARDED);
             let with_blocks = with_reads(&space, first, BLOCK_PACKED);
+            let with_ahead = with_reads(&space, first, AHEAD);
             let mut with_merges = with_merged_axes(&space, &op, first, &mut rng);
             with_merges.extend(with_reads(&space, &with_merges, PACKED));
             with_merges.extend(with_reads(
@@ -590,9 +593,11 @@ fn random_configs_match_the_reference() {
             configs.extend(with_lanes);
             guarded_configs += with_guards.len();
             block_configs += with_blocks.len();
+            ahead_configs += with_ahead.len();
             merged_configs += with_merges.len();
             configs.extend(with_guards);
             configs.extend(with_blocks);
+            configs.extend(with_ahead);
             configs.extend(with_merges);
             let dir = root.join(format!("{}-{spec}", op.name));
             jobs.push((w, configs, dir));
@@ -600,7 +605,8 @@ fn random_configs_match_the_reference() {
     }
     println!(
         "random configs: {guarded_configs} with guarded border tiles, {block_configs} packed per block, \
-         {merged_configs} with two spatial axes merged, {lane_configs} with lanes along a reduction"
+         {ahead_configs} prefetching ahead, {merged_configs} with two spatial axes merged, \
+         {lane_configs} with lanes along a reduction"
     );
     assert!(
         lane_configs >= 10,
@@ -608,6 +614,10 @@ fn random_configs_match_the_reference() {
     );
     assert!(guarded_configs >= 10, "{guarded_configs} guarded configs");
     assert!(block_configs >= 20, "{block_configs} block-packed configs");
+    assert!(
+        ahead_configs >= 20,
+        "{ahead_configs} configs prefetching ahead"
+    );
     assert!(merged_configs >= 10, "{merged_configs} merged configs");
     let tallies = measure::on_every_core(&jobs, |(w, configs, dir)| {
         check_configs(w, configs, dir, seed)
@@ -648,6 +658,8 @@ fn check_configs(w: &Workload, configs: &[Config], dir: &Path, seed: u64) -> Tal
 const PACKED: i64 = 1;
 const GUARDED: i64 = 2;
 const BLOCK_PACKED: i64 = 3;
+/// Packed whole, the copy's next slice prefetched.
+const AHEAD: i64 = 4;
 
 /// The configs of `space` with every load site that the space lets read as
 /// `pack.N = read` set to do so; none if it has no such site.
@@ -1184,9 +1196,6 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
         assert!(t.checked >= 2, "{}: too few configs checked", w.key());
     }
 }
-
-/// `pack.N` value of a constant's copy that prefetches its next slice.
-const AHEAD: i64 = 4;
 
 /// A 3×3 conv + bias + ReLU whose weights and bias are constants, at shapes
 /// with four tiles of 16 output channels.
