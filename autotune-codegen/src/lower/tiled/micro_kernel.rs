@@ -44,7 +44,7 @@ fn value_name(i: usize) -> String {
     format!("v__{i}")
 }
 
-/// What each register tile prefetches of a constant's copy
+/// What each register tile prefetches of a whole copy of an operand
 /// ([`crate::space::Read::PackAhead`]): the next outer tile's slice of it
 /// (`slice` elements from `next`), spread evenly over the `count` iterations
 /// of the tile's outermost reduction loop that one outer tile runs, of which

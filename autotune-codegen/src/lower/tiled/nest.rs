@@ -96,8 +96,8 @@ fn binds(level: &OuterLevel, n: usize, axes: &[AxisId]) -> bool {
     })
 }
 
-/// What a register tile prefetches of the copy `buf` of a constant, laid out
-/// as `layout` ([`crate::space::Read::PackAhead`]), `line` elements to a
+/// What a register tile prefetches of the whole copy `buf` of an operand,
+/// laid out as `layout` ([`crate::space::Read::PackAhead`]), `line` elements to a
 /// cache line: the slice of the next outer tile of the layout's first axis,
 /// where the outermost level that reads the copy runs those outer tiles (so
 /// one outer tile reads one slice of it, in layout order); `None` where the
