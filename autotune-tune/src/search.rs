@@ -410,14 +410,21 @@ impl ModelTuner {
     }
 
     /// Greedy pick of `n` from scored candidates: score (normalised to `[0, 1]`)
-    /// plus the share of knobs whose value the pick does not yet cover.
+    /// plus the share of knobs whose value the pick does not yet cover. A
+    /// candidate the models see as they see one already picked comes after
+    /// every other: it scores the same, and measuring it spends a slot on a
+    /// difference the models cannot rank (`pack.N=4` against `pack.N=1`: the
+    /// features do not describe prefetches), while its new knob value would
+    /// have put it first.
     fn pick_diverse(&self, space: &Space, cands: &[(u128, f32)], n: usize) -> Vec<u128> {
         let (lo, hi) = cands
             .iter()
             .fold((f32::MAX, f32::MIN), |(l, h), c| (l.min(c.1), h.max(c.1)));
         let span = (hi - lo).max(1e-9);
         let digits: Vec<Vec<usize>> = cands.iter().map(|c| space.digits(c.0)).collect();
+        let looks: Vec<Vec<u32>> = cands.iter().map(|c| self.seen_as(c.0)).collect();
         let mut covered: Vec<HashSet<usize>> = vec![HashSet::new(); space.knobs.len()];
+        let mut seen: HashSet<&[u32]> = HashSet::new();
         let mut taken = vec![false; cands.len()];
         let mut out = Vec::new();
         while out.len() < n {
@@ -429,7 +436,11 @@ impl ModelTuner {
                         .zip(&covered)
                         .filter(|(d, cov)| !cov.contains(d))
                         .count();
-                    let gain = (cands[c].1 - lo) / span + new as f32 / space.knobs.len() as f32;
+                    let mut gain = (cands[c].1 - lo) / span + new as f32 / space.knobs.len() as f32;
+                    // (Both terms are at most 1.)
+                    if seen.contains(looks[c].as_slice()) {
+                        gain -= 2.0;
+                    }
                     (c, gain)
                 })
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
@@ -438,9 +449,23 @@ impl ModelTuner {
             for (d, cov) in digits[c].iter().zip(covered.iter_mut()) {
                 cov.insert(*d);
             }
+            seen.insert(&looks[c]);
             out.push(cands[c].0);
         }
         out
+    }
+
+    /// What the models read of scored config `i`: its local and global
+    /// features (bit patterns, to compare), empty where it has none.
+    fn seen_as(&self, i: u128) -> Vec<u32> {
+        let global = self.transfer.as_ref().and_then(|g| g.features.get(&i));
+        self.features
+            .get(&i)
+            .into_iter()
+            .chain(global)
+            .flatten()
+            .map(|x| x.to_bits())
+            .collect()
     }
 
     fn refit(&mut self, space: &Space) -> Result<(), ModelError> {
