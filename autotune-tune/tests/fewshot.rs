@@ -38,6 +38,12 @@ impl CostModel for SumOfFeatures {
     }
 }
 
+/// A few-shot tuner of `w` without refits over [`SumOfFeatures`].
+fn sum_tuner(w: &autotune_codegen::Workload, opts: SearchOptions) -> ModelTuner {
+    let model = Box::new(SumOfFeatures);
+    search::few_shot(w, model, FeatureSet::Curve, false, opts, 1, None, &[], &[]).unwrap()
+}
+
 /// Runs a few-shot search without refits on a GEMM whose "throughput" is
 /// `truth(score)` of the model's own score, for at most `budget` trials;
 /// returns the trials measured and the tuner.
@@ -60,19 +66,7 @@ fn run_with(
         stop_within: Some(FEW_SHOT_WITHIN),
         ..SearchOptions::default()
     };
-    let mut t = search::few_shot(
-        &w,
-        Box::new(SumOfFeatures),
-        FeatureSet::Curve,
-        false,
-        opts,
-        1,
-        None,
-        &[],
-        &[],
-    )
-    .unwrap()
-    .with_prior(prior);
+    let mut t = sum_tuner(&w, opts).with_prior(prior);
     let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
     let mut measured = HashSet::new();
     let mut best = 0.0f64;
@@ -195,18 +189,7 @@ fn the_first_batch_measures_the_corpus_configs_it_was_given() {
 fn a_batch_measures_one_of_the_configs_the_model_sees_alike() {
     let w = common::gemm(64, 64, 64);
     let space = Space::new(&w.op, w.shapes());
-    let mut t = search::few_shot(
-        &w,
-        Box::new(SumOfFeatures),
-        FeatureSet::Curve,
-        false,
-        SearchOptions::default(),
-        1,
-        None,
-        &[],
-        &[],
-    )
-    .unwrap();
+    let mut t = sum_tuner(&w, SearchOptions::default());
     let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
     let batch = t.propose(&space, 16, &HashSet::new());
     assert_eq!(batch.len(), 16);

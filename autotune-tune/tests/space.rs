@@ -1137,22 +1137,7 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
     let mut rng = StdRng::seed_from_u64(seed);
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generic-constants");
     const SIZES: [i64; 8] = [1, 2, 3, 7, 13, 16, 17, 33];
-    let ops = [
-        common::workload(
-            "constant(b), specialize(M = 16, N = 32, K = 24)",
-            "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-                compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-            }",
-        ),
-        common::workload(
-            "constant(w, b), R = 3, S = 3, specialize(C = 8, H = 8, W = 8, K = 16)",
-            "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
-                let y: Tensor<f32, (K, H, W)> =
-                    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
-                compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
-            }",
-        ),
-    ];
+    let ops = [gemm_constant(16, 32, 24), conv3x3_constant(8, 8, 16)];
     let mut jobs = Vec::new();
     for w in ops {
         let (op, anchor) = (&w.op, w.shapes().to_vec());
@@ -1197,11 +1182,21 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
     }
 }
 
-/// A 3×3 conv + bias + ReLU whose weights and bias are constants, at shapes
-/// with four tiles of 16 output channels.
-fn conv3x3_constant() -> Workload {
+/// A GEMM whose `b` is a constant, at M×N×K.
+fn gemm_constant(m: i64, n: i64, k: i64) -> Workload {
     common::workload(
-        "constant(w, b), R = 3, S = 3, specialize(C = 16, H = 7, W = 7, K = 64)",
+        &format!("constant(b), specialize(M = {m}, N = {n}, K = {k})"),
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    )
+}
+
+/// A 3×3 conv + bias + ReLU whose weights and bias are constants, `c`
+/// channels of `hw` × `hw` pixels in, `k` out.
+fn conv3x3_constant(c: i64, hw: i64, k: i64) -> Workload {
+    common::workload(
+        &format!("constant(w, b), R = 3, S = 3, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})"),
         "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
             let y: Tensor<f32, (K, H, W)> =
                 compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
@@ -1219,14 +1214,9 @@ fn copies_prefetching_their_next_slice_match_the_reference() {
     let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
     let mut rng = StdRng::seed_from_u64(seed);
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ahead");
-    let gemm = common::workload(
-        "constant(b), specialize(M = 16, N = 64, K = 24)",
-        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-        }",
-    );
     let mut jobs = Vec::new();
-    for w in [gemm, conv3x3_constant()] {
+    // (The conv at four tiles of 16 output channels.)
+    for w in [gemm_constant(16, 64, 24), conv3x3_constant(16, 7, 64)] {
         let (op, shapes) = (&w.op, w.shapes());
         let space = Space::new(op, shapes);
         let mut configs = vec![space.default_config(op, shapes)];
@@ -1429,7 +1419,7 @@ fn trace_copy(w: &Workload, config: &Config) -> CopyTrace {
 /// (the same copy) nothing is.
 #[test]
 fn a_constant_copy_is_prefetched_a_slice_ahead_of_its_loads() {
-    let w = conv3x3_constant();
+    let w = conv3x3_constant(16, 7, 64);
     let space = Space::new(&w.op, w.shapes());
     let mut config = space.default_config(&w.op, w.shapes());
     for (knob, value) in [
