@@ -183,8 +183,7 @@ fn the_first_batch_measures_the_corpus_configs_it_was_given() {
 /// same, so a second one spends a measurement on a difference the model
 /// cannot rank while configs it ranks differently wait (`pack.N=4` is such a
 /// difference: the same plan as `pack.N=1` but for its prefetches, which the
-/// features do not describe; a cold ResNet-18 build's batches had filled with
-/// such twins, 592 trials against 488).
+/// features do not describe).
 #[test]
 fn a_batch_measures_one_of_the_configs_the_model_sees_alike() {
     let w = common::gemm(64, 64, 64);

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use autotune_codegen::runtime::{C_FLAGS, RUNTIME_C};
 use autotune_codegen::{Isa, Workload};
 use autotune_lang::mangle::Package;
-use autotune_tune::measure::{Candidate, Harness, MeasureError};
+use autotune_tune::measure::{Candidate, Harness, MeasureError, TimingOptions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -209,12 +209,11 @@ fn one(src: &str, dir: &Path) -> Result<(), TestCaseError> {
                 // A read past an input that only GCC's vector code makes (as
                 // in tests/space.rs): the compiler's, which tuning skips too.
                 Err(e @ MeasureError::Crash(_)) => {
-                    harness
-                        .without_vectorization()
-                        .and_then(|h| h.build(&candidate, &dir.join("again")))
-                        .and_then(|b| b.check(0, &Default::default()))
-                        .map_err(fail)?;
-                    println!("{e}, but right without vectorisation: miscompiled, for:\n{src}");
+                    let timing = TimingOptions::default();
+                    let again = &dir.join("again");
+                    let pass = common::right_without(&harness, &e, &candidate, again, &timing)
+                        .map_err(|again| TestCaseError::fail(format!("{e} ({again}):\n{src}")))?;
+                    println!("{e}, but right without {pass}: miscompiled, for:\n{src}");
                 }
                 other => other.map_err(fail)?,
             }

@@ -210,18 +210,9 @@ fn check_batch(
         match batch.check(i, timing) {
             Ok(()) => tally.checked += 1,
             Err(e @ (measure::MeasureError::WrongResult(_) | measure::MeasureError::Crash(_))) => {
-                let (again, without) = match e {
-                    measure::MeasureError::Crash(_) => {
-                        (harness.without_vectorization(), "vectorisation")
-                    }
-                    _ => (harness.without_if_conversion(), "loop if-conversion"),
-                };
-                let again = again
-                    .and_then(|h| h.build(&candidates[i..=i], &dir.join("again")))
-                    .and_then(|b| b.check(0, timing));
-                if let Err(again) = again {
-                    panic!("{}: {e} (without {without}: {again})", what(c));
-                }
+                let again = &dir.join("again");
+                let without = common::right_without(harness, &e, &candidates[i..=i], again, timing)
+                    .unwrap_or_else(|again| panic!("{}: {e} ({again})", what(c)));
                 println!(
                     "{}: {e}, but right without {without}: miscompiled by {}, skipped",
                     what(c),
@@ -247,6 +238,24 @@ fn report(test: &str, tallies: &[Tally]) {
          {miscompiled} miscompiled by the C compiler"
     );
     assert!(checked > 50, "{test}: only {checked} configs checked");
+}
+
+/// One workload's tally, printed; fewer than `at_least` configs checked fails
+/// it (the configs a test names must be; random ones may pass a loaded
+/// machine's compile limit).
+fn report_workload(w: &Workload, t: &Tally, at_least: usize) {
+    println!(
+        "{}: {} configs checked, {} skipped at tuning's limits, {} miscompiled",
+        w.key(),
+        t.checked,
+        t.skipped,
+        t.miscompiled
+    );
+    assert!(
+        t.checked >= at_least,
+        "{}: too few configs checked",
+        w.key()
+    );
 }
 
 /// Checks the generic kernel of `w`'s operator with each of `configs` (of the
@@ -1169,16 +1178,8 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
         check_generic(w, anchor, configs, dir, seed)
     });
     for (t, (w, ..)) in tallies.iter().zip(&jobs) {
-        println!(
-            "{}: {} configs checked, {} skipped at tuning's limits, {} miscompiled",
-            w.key(),
-            t.checked,
-            t.skipped,
-            t.miscompiled
-        );
-        // The default and the packed config at least (random ones may pass a
-        // loaded machine's compile limit).
-        assert!(t.checked >= 2, "{}: too few configs checked", w.key());
+        // The default and the packed config.
+        report_workload(w, t, 2);
     }
 }
 
@@ -1250,16 +1251,8 @@ fn copies_prefetching_their_next_slice_match_the_reference() {
         check_configs(w, configs, dir, seed)
     });
     for (t, (w, ..)) in tallies.iter().zip(&jobs) {
-        println!(
-            "{}: {} configs checked, {} skipped at tuning's limits, {} miscompiled",
-            w.key(),
-            t.checked,
-            t.skipped,
-            t.miscompiled
-        );
-        // The default at least (random ones may pass a loaded machine's
-        // compile limit).
-        assert!(t.checked >= 1, "{}: nothing checked", w.key());
+        // The default.
+        report_workload(w, t, 1);
     }
 }
 

@@ -6,8 +6,31 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use autotune_codegen::{Isa, Target, Workload};
-use autotune_tune::measure::TimingOptions;
+use autotune_tune::measure::{Candidate, Harness, MeasureError, TimingOptions};
 use autotune_tune::TuneOptions;
+
+/// Whether `candidate`, which failed its check with `e` (a crash or a wrong
+/// result), runs right when built again (in `dir`) without the GCC pass such
+/// a miscompile of GCC 12.2's comes from: a crash (vector loads past an
+/// input) without vectorisation, a wrong result without loop if-conversion.
+/// `Ok` names the pass; `Err` names it and the second run's failure.
+pub fn right_without(
+    harness: &Harness,
+    e: &MeasureError,
+    candidate: &[Candidate],
+    dir: &Path,
+    timing: &TimingOptions,
+) -> Result<&'static str, String> {
+    let (again, pass) = match e {
+        MeasureError::Crash(_) => (harness.without_vectorization(), "vectorisation"),
+        _ => (harness.without_if_conversion(), "loop if-conversion"),
+    };
+    again
+        .and_then(|h| h.build(candidate, dir))
+        .and_then(|b| b.check(0, timing))
+        .map(|()| pass)
+        .map_err(|again| format!("without {pass}: {again}"))
+}
 
 /// The first specialisation of the operator `src` with attribute `attr`.
 pub fn workload(attr: &str, src: &str) -> Workload {

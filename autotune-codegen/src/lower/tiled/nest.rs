@@ -147,8 +147,9 @@ pub(super) fn ahead(
         }
     }
     for &b in order {
-        let tiles = (t.ext[b].as_const()? + t.tile[b] - 1) / t.tile[b];
-        loops.push((var("b", b), t.block[b].min(tiles)));
+        // (The first block's: every block's but the last's.)
+        let tiles = t.tiles_in_block(b, IExpr::Const(0)).as_const()?;
+        loops.push((var("b", b), tiles));
     }
     let r0 = &t.red[0];
     loops.push((var("ri", r0.axis), r0.inner));
