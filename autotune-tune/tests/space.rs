@@ -1183,6 +1183,36 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
     }
 }
 
+/// Knobs of [`conv3x3_constant`]`(16, 7, 64)` whose nest reads the weights'
+/// copy one tile of 16 output channels at a time, for every pair of rows (as
+/// C12's 1-thread entry does).
+const SLICE_BY_SLICE: [(&str, &str); 9] = [
+    ("y.order", "k-v-h"),
+    ("y.vector", "k16"),
+    ("y.tile.k", "1"),
+    ("y.tile.h", "2"),
+    ("y.tile.v", "7"),
+    ("y.block.k", "1"),
+    ("y.block.h", "1"),
+    ("y.block.v", "1"),
+    ("y.parallel", "1"),
+];
+
+/// `w`'s default config with `knobs` set (text values), checked to be a
+/// config of its space.
+fn config_with(w: &Workload, knobs: &[(&str, &str)]) -> Config {
+    let space = Space::new(&w.op, w.shapes());
+    let mut config = space.default_config(&w.op, w.shapes());
+    for (knob, value) in knobs {
+        let value = value
+            .parse()
+            .map_or(Value::Name(value.to_string()), Value::Int);
+        config.0.insert(knob.parse().unwrap(), value);
+    }
+    space.index_of(&config).expect("a config of the space");
+    config
+}
+
 /// A GEMM whose `b` is a constant, at M×N×K.
 fn gemm_constant(m: i64, n: i64, k: i64) -> Workload {
     common::workload(
@@ -1216,11 +1246,26 @@ fn copies_prefetching_their_next_slice_match_the_reference() {
     let mut rng = StdRng::seed_from_u64(seed);
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ahead");
     let mut jobs = Vec::new();
-    // (The conv at four tiles of 16 output channels.)
-    for w in [gemm_constant(16, 64, 24), conv3x3_constant(16, 7, 64)] {
+    // Each with a config whose nest reads the copy slice by slice (the GEMM's
+    // B in four panels of 16 columns, the conv's weights in four tiles of 16
+    // output channels), beside the default and random ones, which may not.
+    let gemm = [
+        ("output.order", "i-j"),
+        ("output.vector", "j16"),
+        ("output.tile.i", "4"),
+        ("output.tile.j", "1"),
+        ("output.block.i", "1"),
+        ("output.block.j", "1"),
+        ("output.parallel", "0"),
+    ];
+    let ops = [
+        (gemm_constant(16, 64, 24), &gemm[..]),
+        (conv3x3_constant(16, 7, 64), &SLICE_BY_SLICE[..]),
+    ];
+    for (w, slices) in ops {
         let (op, shapes) = (&w.op, w.shapes());
         let space = Space::new(op, shapes);
-        let mut configs = vec![space.default_config(op, shapes)];
+        let mut configs = vec![config_with(&w, slices), space.default_config(op, shapes)];
         configs.extend(
             (0..400)
                 .map(|_| space.config_at(rng.gen_range(0..space.size())))
@@ -1243,7 +1288,11 @@ fn copies_prefetching_their_next_slice_match_the_reference() {
             op.name,
             ahead.len()
         );
-        assert!(prefetching > 0, "{}: no config prefetches", op.name);
+        assert!(
+            trace_copy(&w, &ahead[0]).prefetches > 0,
+            "{}: a config reading the copy slice by slice does not prefetch",
+            op.name
+        );
         let dir = root.join(&op.name);
         jobs.push((w, ahead, dir));
     }
@@ -1251,8 +1300,8 @@ fn copies_prefetching_their_next_slice_match_the_reference() {
         check_configs(w, configs, dir, seed)
     });
     for (t, (w, ..)) in tallies.iter().zip(&jobs) {
-        // The default.
-        report_workload(w, t, 1);
+        // The one reading the copy slice by slice, and the default.
+        report_workload(w, t, 2);
     }
 }
 
@@ -1413,24 +1462,10 @@ fn trace_copy(w: &Workload, config: &Config) -> CopyTrace {
 #[test]
 fn a_constant_copy_is_prefetched_a_slice_ahead_of_its_loads() {
     let w = conv3x3_constant(16, 7, 64);
-    let space = Space::new(&w.op, w.shapes());
-    let mut config = space.default_config(&w.op, w.shapes());
-    for (knob, value) in [
-        ("y.order", "k-v-h"),
-        ("y.vector", "k16"),
-        ("y.tile.k", "1"),
-        ("y.tile.h", "2"),
-        ("y.tile.v", "7"),
-        ("y.block.k", "1"),
-        ("y.block.h", "1"),
-        ("y.block.v", "1"),
-        ("y.parallel", "1"),
-        ("y.pack.1", "4"),
-    ] {
-        let value = value.parse().map_or(Value::Name(value.into()), Value::Int);
-        config.0.insert(knob.parse().unwrap(), value);
-    }
-    space.index_of(&config).expect("a config of the space");
+    let mut config = config_with(&w, &SLICE_BY_SLICE);
+    config
+        .0
+        .insert("y.pack.1".parse().unwrap(), Value::Int(AHEAD));
     let ahead = trace_copy(&w, &config);
     assert_eq!(ahead.outside, 0, "prefetches outside the copy");
     assert_eq!(ahead.lines_loaded as i64, ahead.elems / 16);
