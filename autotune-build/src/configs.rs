@@ -32,7 +32,12 @@ pub(crate) fn for_operator(
     let entries = cache::load_for(cache_dir, op)?;
     let target = &settings.target;
     let mut out = Vec::new();
-    for spec in 0..op.specializations.len() {
+    for (spec, served) in op.served_blocked().into_iter().enumerate() {
+        // Its blocked variant, an operator of its own, is tuned instead.
+        if served {
+            out.push(Choice::default());
+            continue;
+        }
         let w = Workload {
             op: op.clone(),
             spec,

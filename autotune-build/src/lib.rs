@@ -57,6 +57,9 @@ pub struct SourceOp {
     pub op: Operator,
     pub path: PathBuf,
     pub line: usize,
+    /// A blocked variant of the operator declared there: called only at its
+    /// specialisations, so its generic kernel is the default schedule.
+    pub variant: bool,
 }
 
 impl Builder {
@@ -139,7 +142,10 @@ impl Builder {
             let path = c_dir.join(format!("{}.c", s.op.name));
             let configs =
                 configs::for_operator(&s.op, &all_ops, mode, &cache_dir, &settings, &mut missing)?;
-            let generic = GenericSchedule::for_operator(&s.op, &configs, settings.target.isa);
+            let generic = match s.variant {
+                true => Vec::new(),
+                false => GenericSchedule::for_operator(&s.op, &configs, settings.target.isa),
+            };
             // The generic kernel's tiles run the configs chosen for this target's level.
             let c = autotune_codegen::operator_c(
                 pkg,
@@ -200,11 +206,21 @@ pub fn load_operators(root: &Path, files: &[PathBuf]) -> Result<Vec<SourceOp>, E
                     second: format!("{}:{line}", rel.display()),
                 });
             }
+            // Its blocked variants are operators of their own, tuned, cached
+            // and built as any other (`autotune_lang::layout`).
+            let variants = op.blocked_variants();
             ops.push(SourceOp {
                 op,
                 path: rel.clone(),
                 line,
+                variant: false,
             });
+            ops.extend(variants.into_iter().map(|v| SourceOp {
+                op: v.op,
+                path: rel.clone(),
+                line,
+                variant: true,
+            }));
         }
     }
     Ok(ops)

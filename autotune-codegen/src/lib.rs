@@ -538,9 +538,11 @@ pub fn operator_c(
 ) -> Result<String, CodegenError> {
     let runtime = mangle::runtime_prefix(pkg);
     let mut c = emit::file_header(&format!("operator `{}`", op.name), op.dtype, &runtime);
-    // A bucket has no kernel of its own: it is a schedule of the generic one.
+    // A bucket has no kernel of its own: it is a schedule of the generic one; a
+    // specialisation a blocked variant serves has none either (the variant's).
+    let served = op.served_blocked();
     for (i, spec) in op.specializations.iter().enumerate() {
-        if spec.bucket.is_none() {
+        if spec.bucket.is_none() && !served[i] {
             let choice = choices.get(i).cloned().unwrap_or_default();
             c.push_str(&specialisation_c(pkg, op, i, &choice, isas)?);
         }

@@ -445,9 +445,12 @@ pub struct Operator {
     /// Inputs declared `constant(...)` (indices, ascending): the same values on
     /// every call through a handle, so a kernel may keep its copies of them.
     pub constants: Vec<usize>,
+    /// Inputs declared `blocked(...)` (indices, ascending): activations that, with
+    /// the output, may be stored channel-blocked (`crate::layout`).
+    pub blocked: Vec<usize>,
 }
 
-/// As derived, but without `constants` where there are none: the `Debug` form is
+/// As derived, but without `constants` and `blocked` where there are none: the `Debug` form is
 /// what [`crate::mangle::fingerprint`] hashes, and operators without constants
 /// keep the fingerprints (and so the cache entries) they had before the field.
 impl fmt::Debug for Operator {
@@ -461,6 +464,9 @@ impl fmt::Debug for Operator {
             .field("specializations", &self.specializations);
         if !self.constants.is_empty() {
             d.field("constants", &self.constants);
+        }
+        if !self.blocked.is_empty() {
+            d.field("blocked", &self.blocked);
         }
         d.finish()
     }

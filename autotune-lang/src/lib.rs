@@ -11,6 +11,7 @@
 pub mod analysis;
 pub mod eval;
 pub mod ir;
+pub mod layout;
 pub mod mangle;
 pub mod parse;
 

@@ -54,26 +54,47 @@ pub fn parse_operator(attr: TokenStream, item: &ItemFn) -> Result<Operator> {
         stages: p.stages,
         specializations: Vec::new(),
         constants: Vec::new(),
+        blocked: Vec::new(),
     };
-    op.constants = constants(&op, &attr.constant)?;
+    op.constants = named_inputs(&op, "constant", &attr.constant)?;
+    op.blocked = named_inputs(&op, "blocked", &attr.blocked)?;
+    if let Some(name) = attr
+        .blocked
+        .iter()
+        .find(|n| op.constants.iter().any(|&c| **n == op.inputs[c].name))
+    {
+        return Err(name.err(format!(
+            "`{name}` is declared both `constant` and `blocked`: a constant's layout is its \
+             kernel's choice, `blocked` is for activations passed from one operator to the next"
+        )));
+    }
+    if let Some(name) = attr
+        .blocked
+        .iter()
+        .find(|n| op.inputs.iter().any(|t| **n == t.name && t.dims.is_empty()))
+    {
+        return Err(name.err(format!(
+            "`{name}` is a scalar: `blocked` blocks a tensor's first dimension"
+        )));
+    }
     op.specializations = specializations(&op, &p.shape_names, &attr.specialize)?;
     Ok(op)
 }
 
-/// The inputs `constant(...)` names, by index in declaration order.
-fn constants(op: &Operator, names: &[Ident]) -> Result<Vec<usize>> {
+/// The inputs `constant(...)` or `blocked(...)` names, by index in declaration order.
+fn named_inputs(op: &Operator, what: &str, names: &[Ident]) -> Result<Vec<usize>> {
     let mut out = Vec::new();
     for name in names {
         let Some(i) = op.inputs.iter().position(|t| *name == t.name) else {
             let inputs: Vec<&str> = op.inputs.iter().map(|t| t.name.as_str()).collect();
             return Err(name.err(format!(
-                "`constant` names `{name}`, which is not an input of `{}` (its inputs are {})",
+                "`{what}` names `{name}`, which is not an input of `{}` (its inputs are {})",
                 op.name,
                 inputs.join(", ")
             )));
         };
         if out.contains(&i) {
-            return Err(name.err(format!("`{name}` is named constant twice")));
+            return Err(name.err(format!("`{name}` is named {what} twice")));
         }
         out.push(i);
     }
@@ -82,11 +103,12 @@ fn constants(op: &Operator, names: &[Ident]) -> Result<Vec<usize>> {
 }
 
 /// What the attribute holds: `specialize(M = 64, ...)` lists, derived shapes `OH = expr`
-/// and the inputs named in `constant(w, ...)`.
+/// and the inputs named in `constant(w, ...)` and `blocked(x, ...)`.
 struct Attr {
     specialize: Vec<(Span, Vec<(Ident, SynExpr)>)>,
     derived: Vec<(Ident, SynExpr)>,
     constant: Vec<Ident>,
+    blocked: Vec<Ident>,
 }
 
 fn parse_attr(attr: TokenStream) -> Result<Attr> {
@@ -95,9 +117,10 @@ fn parse_attr(attr: TokenStream) -> Result<Attr> {
         specialize: Vec::new(),
         derived: Vec::new(),
         constant: Vec::new(),
+        blocked: Vec::new(),
     };
-    let expected = "expected `specialize(NAME = size, ...)`, `constant(input, ...)` or a derived \
-                    shape `NAME = expression`";
+    let expected = "expected `specialize(NAME = size, ...)`, `constant(input, ...)`, \
+                    `blocked(input, ...)` or a derived shape `NAME = expression`";
     for meta in metas {
         match meta {
             Meta::List(list) if list.path.is_ident("specialize") => {
@@ -116,6 +139,11 @@ fn parse_attr(attr: TokenStream) -> Result<Attr> {
                 let names =
                     Punctuated::<Ident, Token![,]>::parse_terminated.parse2(list.tokens.clone())?;
                 out.constant.extend(names);
+            }
+            Meta::List(list) if list.path.is_ident("blocked") => {
+                let names =
+                    Punctuated::<Ident, Token![,]>::parse_terminated.parse2(list.tokens.clone())?;
+                out.blocked.extend(names);
             }
             Meta::NameValue(nv) => match nv.path.get_ident() {
                 Some(name) => out.derived.push((name.clone(), nv.value)),

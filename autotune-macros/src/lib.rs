@@ -14,6 +14,7 @@
 //! expansion declares them `extern "C"` under names from `autotune_lang::mangle`
 //! and never reads a file.
 
+mod blocked;
 mod idents;
 mod reference;
 
@@ -89,6 +90,11 @@ fn because(op: &Operator, v: usize) -> String {
 fn expand(op: &Operator, item: &ItemFn) -> Tokens {
     let pkg = Package::from_env();
     let vis = &item.vis;
+    let variants = op.blocked_variants();
+    let mut hidden_fn = hidden_fn(op, &pkg, vis, &op.served_blocked());
+    for v in &variants {
+        hidden_fn.extend(self::hidden_fn(&v.op, &pkg, vis, &[]));
+    }
     let docs: Vec<_> = item
         .attrs
         .iter()
@@ -117,59 +123,9 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
     let generic_args = quote! {
         #( #in_names: impl ::autotune::IntoTensorRef<#lifetimes, #t, #in_ranks> ),*
     };
-    let view_args = quote! {
-        #( #in_names: ::autotune::TensorRef<#lifetimes, #t, #in_ranks> ),*
-    };
     let to_views = quote! {
         #( let #in_names = ::autotune::__private::input(#op_name, #in_strs, #in_names)?; )*
     };
-
-    let checks = shape_checks(op);
-    let run_kernel = kernel_call(op, &pkg);
-    let run_reference = reference::reference(op);
-
-    let out_dims: Vec<Tokens> = op
-        .output()
-        .dims
-        .iter()
-        .map(|d| {
-            let e = extent_tokens(op, d);
-            quote!(::autotune::__private::dim(#op_name, #e)?)
-        })
-        .collect();
-    let out_checks: Vec<Tokens> = op
-        .output()
-        .dims
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let e = extent_tokens(op, d);
-            let (dim_name, why) = match d {
-                Extent::Var(v) => (op.shape_vars[*v].name.clone(), because(op, *v)),
-                Extent::Const(c) => (c.to_string(), "a constant".to_string()),
-            };
-            quote! {
-                ::autotune::__private::check_dim(
-                    #op_name, "output", #i, #dim_name, __given[#i], #e, #why)?;
-            }
-        })
-        .collect();
-
-    // Every tensor the kernel allocates or indexes beyond the inputs: sizes it
-    // computes in int64 must not overflow there.
-    let elem_bytes = op.dtype.size();
-    let size_checks: Tokens = op
-        .stages
-        .iter()
-        .enumerate()
-        .map(|(s, stage)| {
-            let name = op.tensor_name(TensorRef::Stage(s));
-            let dims = stage.dims.iter().map(|d| extent_tokens(op, d));
-            quote! {
-                ::autotune::__private::check_size(#op_name, #name, &[#(#dims),*], #elem_bytes)?;
-            }
-        })
-        .collect();
 
     let marker = mangle::built_marker(&op_name);
     let marker_msg = format!(
@@ -178,6 +134,15 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
          autotune_build::Builder::new().file(\"src/<file>.rs\").compile();\n    }}\n\nwith \
          `autotune-build` in [build-dependencies]"
     );
+
+    if !op.blocked.is_empty() {
+        let api = blocked::api(op, &variants, vis, &docs);
+        return quote! {
+            const _: &str = ::core::env!(#marker, #marker_msg);
+            #api
+            #hidden_fn
+        };
+    }
 
     quote! {
         const _: &str = ::core::env!(#marker, #marker_msg);
@@ -223,6 +188,74 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
                 .map(|_| ())
         }
 
+        #hidden_fn
+    }
+}
+
+/// The hidden `__autotune_<op>`: checks the shapes once, then runs the kernel
+/// matching them (none of the specialisations in `served`, which a blocked variant
+/// serves) or the reference.
+fn hidden_fn(op: &Operator, pkg: &Package, vis: &syn::Visibility, served: &[bool]) -> Tokens {
+    let op_name = op.name.as_str();
+    let t = format_ident!("{}", op.dtype.rust_name());
+    let out_rank = Literal::usize_unsuffixed(op.output().dims.len());
+    let hidden = format_ident!("__autotune_{}", op.name);
+    let in_names: Vec<Ident> = op
+        .inputs
+        .iter()
+        .map(|i| Ident::new(&i.name, Span::call_site()))
+        .collect();
+    let lifetimes: Vec<syn::Lifetime> = (0..op.inputs.len())
+        .map(|i| syn::Lifetime::new(&format!("'t{i}"), Span::call_site()))
+        .collect();
+    let in_ranks: Vec<Literal> = op
+        .inputs
+        .iter()
+        .map(|i| Literal::usize_unsuffixed(i.dims.len()))
+        .collect();
+    let view_args = quote! {
+        #( #in_names: ::autotune::TensorRef<#lifetimes, #t, #in_ranks> ),*
+    };
+    let checks = shape_checks(op);
+    let run_kernel = kernel_call(op, pkg, served);
+    let run_reference = reference::reference(op);
+
+    let out_dims = out_dims(op);
+    let out_checks: Vec<Tokens> = op
+        .output()
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let e = extent_tokens(op, d);
+            let (dim_name, why) = match d {
+                Extent::Var(v) => (op.shape_vars[*v].name.clone(), because(op, *v)),
+                Extent::Const(c) => (c.to_string(), "a constant".to_string()),
+            };
+            quote! {
+                ::autotune::__private::check_dim(
+                    #op_name, "output", #i, #dim_name, __given[#i], #e, #why)?;
+            }
+        })
+        .collect();
+
+    // Every tensor the kernel allocates or indexes beyond the inputs: sizes it
+    // computes in int64 must not overflow there.
+    let elem_bytes = op.dtype.size();
+    let size_checks: Tokens = op
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(s, stage)| {
+            let name = op.tensor_name(TensorRef::Stage(s));
+            let dims = stage.dims.iter().map(|d| extent_tokens(op, d));
+            quote! {
+                ::autotune::__private::check_size(#op_name, #name, &[#(#dims),*], #elem_bytes)?;
+            }
+        })
+        .collect();
+
+    quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, unused_variables, unused_mut, unused_parens, clippy::all)]
         #vis fn #hidden<#(#lifetimes,)* 'o>(
@@ -260,8 +293,21 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
     }
 }
 
+/// The output's dimensions, once [`shape_checks`] bound the shapes.
+pub(crate) fn out_dims(op: &Operator) -> Vec<Tokens> {
+    let op_name = op.name.as_str();
+    op.output()
+        .dims
+        .iter()
+        .map(|d| {
+            let e = extent_tokens(op, d);
+            quote!(::autotune::__private::dim(#op_name, #e)?)
+        })
+        .collect()
+}
+
 /// Binds every shape variable, checks every dimension and every unpadded read.
-fn shape_checks(op: &Operator) -> Tokens {
+pub(crate) fn shape_checks(op: &Operator) -> Tokens {
     let op_name = &op.name;
     let mut out = Tokens::new();
     for (i, input) in op.inputs.iter().enumerate() {
@@ -349,8 +395,9 @@ fn shape_expr_tokens(op: &Operator, e: &autotune_lang::ir::ShapeExpr) -> Tokens 
     }
 }
 
-/// Declares the kernels and calls the one matching the shapes.
-fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
+/// Declares the kernels and calls the one matching the shapes (no specialisation
+/// that `served` marks: a blocked variant's kernel serves it).
+fn kernel_call(op: &Operator, pkg: &Package, served: &[bool]) -> Tokens {
     let t = format_ident!("{}", op.dtype.rust_name());
     let op_name = &op.name;
     let in_names: Vec<Ident> = op
@@ -385,7 +432,7 @@ fn kernel_call(op: &Operator, pkg: &Package) -> Tokens {
     let mut arms = Tokens::new();
     // A bucket is a schedule of the generic kernel, which dispatches on it.
     for (i, spec) in op.specializations.iter().enumerate() {
-        if spec.bucket.is_some() {
+        if spec.bucket.is_some() || served.get(i) == Some(&true) {
             continue;
         }
         let sym = mangle::kernel_symbol(pkg, op, Variant::Specialized(i));

@@ -216,3 +216,55 @@ pub fn status(op: &'static str, code: i32) -> Result<(), Error> {
         _ => Err(Error::Alloc { op }),
     }
 }
+
+/// The dimensions of a tensor of logical `dims` as it lies in the layout blocked
+/// by `block` (`P = R`, or `R + 1` where blocked).
+fn physical<const R: usize, const P: usize>(dims: [usize; R], block: usize) -> [usize; P] {
+    let mut out = [0; P];
+    if block == 1 {
+        out.copy_from_slice(&dims);
+    } else {
+        out[0] = dims[0] / block;
+        out[1..R].copy_from_slice(&dims[1..]);
+        out[R] = block;
+    }
+    out
+}
+
+/// An activation input's data in the layout blocked by `block` (1: plain), with
+/// its dimensions as it lies there; a copy, counted, where it lies otherwise.
+pub fn activation_in<T: Element, const R: usize, const P: usize>(
+    a: &crate::Activation<T, R>,
+    block: usize,
+) -> (std::borrow::Cow<'_, [T]>, [usize; P]) {
+    let data = a.layout(block);
+    if matches!(data, std::borrow::Cow::Owned(_)) {
+        a.count_conversion();
+    }
+    (data, physical(a.dims(), block))
+}
+
+/// `out` made an activation of `dims` in the layout blocked by `block`, as the
+/// view its kernel writes.
+pub fn activation_out<'a, T: Element, const R: usize, const P: usize>(
+    op: &'static str,
+    out: &'a mut crate::Activation<T, R>,
+    dims: [usize; R],
+    block: usize,
+) -> Result<TensorMut<'a, T, P>, Error> {
+    let bytes = dims
+        .iter()
+        .try_fold(std::mem::size_of::<T>(), |a, d| a.checked_mul(*d))
+        .ok_or(Error::Overflow { op })?;
+    let data = out.reshape(dims, block).ok_or(Error::OutOfMemory {
+        op,
+        tensor: "output",
+        bytes,
+    })?;
+    Ok(TensorMut::new(data, physical(dims, block)))
+}
+
+/// A new, empty activation for an operator's output.
+pub fn activation<T: Element, const R: usize>() -> crate::Activation<T, R> {
+    crate::Activation::with(Vec::new(), [0; R], 1)
+}

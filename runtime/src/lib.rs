@@ -2,7 +2,7 @@
 //!
 //! It owns the tensor views that `#[tensor_op]` wrappers take and return
 //! ([`TensorRef`], [`TensorMut`], [`Tensor`], and `ndarray` views behind the
-//! `ndarray` feature), the [`Error`] a wrapper returns for a wrong shape, and the
+//! `ndarray` feature), the [`Activation`]s that `blocked(...)` operators pass along, the [`Error`] a wrapper returns for a wrong shape, and the
 //! helpers the macro's expansion calls. It re-exports the [`tensor_op`] attribute.
 //!
 //! ```ignore
@@ -14,6 +14,7 @@
 //! let c = matmul((&a, [m, k]), (&b, [k, n]))?; // a Tensor<f32, 2>
 //! ```
 
+mod activation;
 mod constant;
 mod error;
 mod slot;
@@ -22,6 +23,7 @@ mod tensor;
 #[doc(hidden)]
 pub mod __private;
 
+pub use activation::Activation;
 pub use autotune_macros::{kernel_threads, tensor_op};
 pub use constant::Constant;
 pub use error::Error;

@@ -197,6 +197,89 @@ fn constant_inputs_are_copied_once_per_handle() {
     }
 }
 
+/// A two-layer conv net on blocked activations with constant weights: a 3×3
+/// conv from a 3-channel image (read plain, written blocked), then a 1×1 stride-2
+/// conv with a shortcut, both blocked.
+const BLOCKED_OPS: &str = r#"use autotune::tensor_op;
+
+autotune::kernel_threads!();
+
+#[tensor_op(constant(w, b), blocked(x), R = 3, S = 3,
+    specialize(C = 3, H = 10, W = 9, K = 32), specialize(C = 3, H = 6, W = 6, K = 32))]
+pub fn conv3x3_relu(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
+    let y: Tensor<f32, (K, H, W)> =
+        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+    compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+}
+
+#[tensor_op(constant(w, b), blocked(x, s), OH = (H - 1) / 2 + 1, OW = (W - 1) / 2 + 1,
+    specialize(C = 32, H = 10, W = 9, K = 16))]
+pub fn conv1x1s2_add(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C)>, b: Tensor<f32, K>, s: Tensor<f32, (K, OH, OW)>) -> Tensor<f32, (K, OH, OW)> {
+    let y: Tensor<f32, (K, OH, OW)> = compute(|k, h, v| sum(|c| x[c][h * 2][v * 2] * w[k][c]));
+    compute(|k, h, v| y[k][h][v] + b[k] + s[k][h][v])
+}
+"#;
+
+const BLOCKED_MAIN: &str = r#"mod ops;
+use autotune::{Activation, Constant, Tensor};
+
+fn tensor<const R: usize>(dims: [usize; R], seed: usize) -> Tensor<f32, R> {
+    let n: usize = dims.iter().product();
+    let data = (0..n).map(|x| ((x * 7 + seed) % 13) as f32 / 8.0 - 0.75).collect();
+    Tensor::from_vec(data, dims).unwrap()
+}
+
+fn max_err(a: &Tensor<f32, 3>, b: &Tensor<f32, 3>) -> f32 {
+    assert_eq!(a.dims(), b.dims());
+    a.data().iter().zip(b.data()).map(|(g, w)| (g - w).abs()).fold(0.0, f32::max)
+}
+
+fn main() {
+    let (w1, b1) = (Constant::new(tensor([32, 3, 3, 3], 1)), Constant::new(tensor([32], 2)));
+    let (w2, b2) = (Constant::new(tensor([16, 32], 3)), Constant::new(tensor([16], 4)));
+    for (h, w) in [(10, 9), (6, 6), (7, 5)] {
+        let (oh, ow) = ((h - 1) / 2 + 1, (w - 1) / 2 + 1);
+        let x = Activation::new(tensor([3, h, w], 5));
+        let s = Activation::new(tensor([16, oh, ow], 6));
+        let y1 = ops::conv3x3_relu(&x, &w1, &b1).unwrap();
+        let mut y2 = Activation::zeros([16, oh, ow]).unwrap();
+        ops::conv1x1s2_add_into(&y1, &w2, &b2, &s, &mut y2).unwrap();
+        let r1 = ops::conv3x3_relu_reference(&x, w1.tensor(), b1.tensor()).unwrap();
+        let r2 = ops::conv1x1s2_add_reference(&r1, w2.tensor(), b2.tensor(), &s).unwrap();
+        let (e1, e2) = (max_err(&y1.to_tensor(), &r1.to_tensor()), max_err(&y2.to_tensor(), &r2.to_tensor()));
+        assert!(e1 < 1e-4 && e2 < 1e-4, "{h}x{w}: max errors {e1} {e2}");
+        assert_eq!(r2.block(), 1, "a reference's output is plain");
+        println!(
+            "{h}x{w}: blocks {} {}, conversions x {} y1 {} s {}",
+            y1.block(), y2.block(), x.conversions(), y1.conversions(), s.conversions()
+        );
+    }
+}
+"#;
+
+#[test]
+fn a_net_on_blocked_activations_matches_its_references() {
+    let _turn = take_turn();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-blocked");
+    let _ = std::fs::remove_dir_all(&dir);
+    write_crate_with(&dir, BLOCKED_OPS, BLOCKED_MAIN);
+    let run = cargo(&dir, &["run", "--quiet"], &[("AUTOTUNE", "off")]);
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    for line in [
+        // Both layers' kernels run blocked, the image is read as it is, and the
+        // plain shortcut is blocked for the second layer (counted).
+        "10x9: blocks 16 16, conversions x 0 y1 0 s 1",
+        // Only the first layer is specialised here: the second converts its
+        // blocked input to run the generic kernel on plain tensors.
+        "6x6: blocks 16 1, conversions x 0 y1 1 s 0",
+        // Neither is: plain throughout.
+        "7x5: blocks 1 1, conversions x 0 y1 0 s 0",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+}
+
 /// The fixture crates share one target directory (their dependencies build
 /// once) and one binary name, so the tests take turns.
 fn take_turn() -> std::sync::MutexGuard<'static, ()> {
