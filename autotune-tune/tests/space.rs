@@ -25,9 +25,14 @@ fn test_ops() -> Vec<Operator> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/src");
     let text = std::fs::read_to_string(dir.join("ops.rs")).unwrap();
     let file = syn::parse_file(&text).expect("the test set parses");
+    // With the blocked variants of operators that declare `blocked(...)`.
     autotune_lang::find_tensor_ops(&file)
         .into_iter()
         .map(|f| autotune_lang::parse_operator(f.attr, f.item).expect("the test set parses"))
+        .flat_map(|op| {
+            let variants = op.blocked_variants().into_iter().map(|v| v.op);
+            std::iter::once(op.clone()).chain(variants)
+        })
         .collect()
 }
 

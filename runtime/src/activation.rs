@@ -92,6 +92,18 @@ impl<T: Element, const R: usize> Activation<T, R> {
         }
     }
 
+    /// The same tensor laid out blocked by `block` along its first dimension (1:
+    /// plain), as a kernel that reads it so would have it; `None` where `block` is
+    /// 0 or does not divide the first dimension.
+    pub fn into_layout(self, block: usize) -> Option<Self> {
+        let fits = R > 0 && block > 0 && self.dims[0].is_multiple_of(block);
+        if !fits || block == self.block {
+            return fits.then_some(self);
+        }
+        let data = self.layout(block).into_owned();
+        Some(Activation::with(data, self.dims, block))
+    }
+
     /// The data in the layout blocked by `block` (1: plain), borrowed where it
     /// lies so, else copied (and counted).
     pub(crate) fn layout(&self, block: usize) -> Cow<'_, [T]> {
@@ -162,5 +174,8 @@ mod tests {
         assert_eq!(b.to_tensor(), t);
         let c = Activation::with(b.layout(8).into_owned(), [32, 3], 8);
         assert_eq!(c.into_tensor(), t);
+        let d = Activation::new(t.clone()).into_layout(16).unwrap();
+        assert_eq!((d.block(), d.to_tensor()), (16, t.clone()));
+        assert!(Activation::new(t).into_layout(5).is_none());
     }
 }

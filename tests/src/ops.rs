@@ -204,3 +204,26 @@ pub fn center_rows(x: Tensor<f32, (N, D)>) -> Tensor<f32, (N, D)> {
     let total: Tensor<f32, ()> = compute(|| sum(|i, j| x[i][j]));
     compute(|i, j| x[i][j] - total / 132.0)
 }
+
+/// conv 3×3, stride 2, + bias + shortcut + ReLU on blocked activations: the
+/// schedule-space tests draw configs of its blocked variant.
+#[tensor_op(
+    constant(w, b),
+    blocked(x, s),
+    R = 3,
+    S = 3,
+    OH = (H + 2 - 3) / 2 + 1,
+    OW = (W + 2 - 3) / 2 + 1,
+    specialize(C = 32, H = 9, W = 7, K = 16)
+)]
+pub fn conv3x3s2_blocked(
+    x: Tensor<f32, (C, H, W)>,
+    w: Tensor<f32, (K, C, R, S)>,
+    b: Tensor<f32, K>,
+    s: Tensor<f32, (K, OH, OW)>,
+) -> Tensor<f32, (K, OH, OW)> {
+    let y: Tensor<f32, (K, OH, OW)> = compute(|k, h, v| {
+        sum(|c, r, q| x.pad(0.0)[c][h * 2 + r - 1][v * 2 + q - 1] * w[k][c][r][q])
+    });
+    compute(|k, h, v| max(y[k][h][v] + b[k] + s[k][h][v], 0.0))
+}
