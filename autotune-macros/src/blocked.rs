@@ -3,7 +3,7 @@
 //! (`autotune_lang::layout`) of the specialisation its shapes match, in that
 //! variant's layouts, else the declared operator on plain tensors.
 
-use crate::{out_dims, shape_checks};
+use crate::checks::{out_dims, shape_checks};
 use autotune_lang::ir::Operator;
 use autotune_lang::layout::BlockedVariant;
 use proc_macro2::{Ident, Literal, Span, TokenStream as Tokens};

@@ -234,7 +234,7 @@ fn physical<const R: usize, const P: usize>(dims: [usize; R], block: usize) -> [
 /// An activation input's data in the layout blocked by `block` (1: plain), with
 /// its dimensions as it lies there; a copy, counted, where it lies otherwise.
 pub fn activation_in<T: Element, const R: usize, const P: usize>(
-    a: &crate::Activation<T, R>,
+    a: &crate::activation::Activation<T, R>,
     block: usize,
 ) -> (std::borrow::Cow<'_, [T]>, [usize; P]) {
     let data = a.layout(block);
@@ -248,7 +248,7 @@ pub fn activation_in<T: Element, const R: usize, const P: usize>(
 /// view its kernel writes.
 pub fn activation_out<'a, T: Element, const R: usize, const P: usize>(
     op: &'static str,
-    out: &'a mut crate::Activation<T, R>,
+    out: &'a mut crate::activation::Activation<T, R>,
     dims: [usize; R],
     block: usize,
 ) -> Result<TensorMut<'a, T, P>, Error> {
@@ -265,6 +265,6 @@ pub fn activation_out<'a, T: Element, const R: usize, const P: usize>(
 }
 
 /// A new, empty activation for an operator's output.
-pub fn activation<T: Element, const R: usize>() -> crate::Activation<T, R> {
-    crate::Activation::with(Vec::new(), [0; R], 1)
+pub fn activation<T: Element, const R: usize>() -> crate::activation::Activation<T, R> {
+    crate::activation::Activation::with(Vec::new(), [0; R], 1)
 }

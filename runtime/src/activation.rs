@@ -1,8 +1,7 @@
 //! [`Activation`]: a tensor passed from one operator to the next in the layout the
 //! kernels chose, for operators that declare it `blocked(...)`.
 
-use crate::tensor::zeroed;
-use crate::{Element, Tensor};
+use crate::tensor::{zeroed, Element, Tensor};
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
