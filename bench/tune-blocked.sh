@@ -5,9 +5,9 @@
 # then TRIALS trials of the search, saved to the cache; its records go to the
 # cache's records/ (the history later searches learn from).
 # The ResNet-18 example on blocked activations, as measured on 2026-12-05, is kept in
-# bench/results/blocked-resnet18-xeon-20261205/ (its ops.rs, net.rs, main.rs, layers.rs
-# and the entries this script tuned): copy those sources over examples/resnet18/src/ and
-# the .toml files into tuning-cache/ to run it.
+# bench/results/blocked-resnet18-xeon-20261205/: `git apply` its example.patch (the
+# example's sources on blocked activations) and copy its .toml files (the entries this
+# script tuned) into tuning-cache/ to run it.
 #   FILE=examples/resnet18/src/ops.rs bash bench/tune-blocked.sh     # 1 and 2 threads
 #   OPS="conv3x3_relu" THREADS=1 TRIALS=32 bash bench/tune-blocked.sh
 set -euo pipefail

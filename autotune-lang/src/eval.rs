@@ -359,12 +359,7 @@ fn binary(op: BinaryOp, a: f64, b: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(attr: &str, item: &str) -> Operator {
-        let attr: proc_macro2::TokenStream = attr.parse().unwrap();
-        let item = syn::parse_str::<syn::ItemFn>(item).unwrap();
-        crate::parse_operator(attr, &item).unwrap()
-    }
+    use crate::parse::test_parse as parse;
 
     /// All shape values from the input shape variables, given by name.
     fn shapes(op: &Operator, values: &[(&str, i64)]) -> Vec<i64> {

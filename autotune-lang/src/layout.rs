@@ -202,17 +202,20 @@ impl Operator {
             vars.op.stages[s] = split_stage(stage, &split, &outer, dims, b, blocked);
         }
 
-        // The specialisations at the new shape variables.
+        // The specialisations at the new shape variables: a number of blocks is
+        // its size's value over the block.
+        let counts: BTreeMap<ShapeVarId, ShapeVarId> =
+            vars.of_var.iter().map(|(&size, &n)| (n, size)).collect();
         let mut out_specs = Vec::new();
         for &i in &specs {
             let old = &self.specializations[i].values;
             let inputs: Vec<(ShapeVarId, i64)> = op
                 .input_shape_vars()
-                .map(|(v, _)| match v < old.len() {
-                    true => Some((v, old[v])),
-                    false => Some((v, old[vars_source(&op, v)?] / b)),
+                .map(|(v, _)| match counts.get(&v) {
+                    Some(&size) => (v, old[size] / b),
+                    None => (v, old[v]),
                 })
-                .collect::<Option<_>>()?;
+                .collect();
             let values = op.resolve_shapes(&inputs)?;
             if values[..old.len()] != old[..] {
                 return None;
@@ -228,14 +231,6 @@ impl Operator {
             block: b,
         })
     }
-}
-
-/// The declared variable whose blocks a new input variable counts.
-fn vars_source(op: &Operator, v: ShapeVarId) -> Option<ShapeVarId> {
-    op.shape_vars.iter().position(|var| {
-        matches!(&var.kind, ShapeVarKind::Derived(ShapeExpr::Mul(a, _))
-            if **a == ShapeExpr::Var(v))
-    })
 }
 
 /// New shape variables for numbers of blocks, made once per size.
@@ -429,42 +424,37 @@ fn rewrite_expr(e: &Expr, f: &mut impl FnMut(&Expr) -> Option<Expr>) -> Expr {
     }
 }
 
-/// `data`, a tensor of `dims` in the plain layout, blocked by `b` along its first
-/// dimension (which `b` divides).
-pub fn to_blocked<T: Copy>(data: &[T], dims: &[usize], b: usize) -> Vec<T> {
-    relayout(data, dims, b, true)
-}
-
-/// The inverse of [`to_blocked`].
-pub fn from_blocked<T: Copy>(data: &[T], dims: &[usize], b: usize) -> Vec<T> {
-    relayout(data, dims, b, false)
-}
-
-fn relayout<T: Copy>(data: &[T], dims: &[usize], b: usize, to: bool) -> Vec<T> {
-    let inner: usize = dims[1..].iter().product();
-    let mut out = data.to_vec();
-    for (i, x) in data.iter().enumerate() {
-        // Plain position (c, p) with c = B·co + ci lies blocked at (co, p, ci).
-        let (c, p) = (i / inner.max(1), i % inner.max(1));
-        let j = (c / b * inner + p) * b + c % b;
-        if to {
-            out[j] = *x;
-        } else {
-            out[i] = data[j];
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::eval::evaluate;
+    use crate::parse::test_parse as parse;
 
-    fn parse(attr: &str, item: &str) -> Operator {
-        let attr: proc_macro2::TokenStream = attr.parse().unwrap();
-        let item = syn::parse_str::<syn::ItemFn>(item).unwrap();
-        crate::parse_operator(attr, &item).unwrap()
+    /// `data`, a tensor of `dims` in the plain layout, blocked by `b` along its first
+    /// dimension (which `b` divides).
+    fn to_blocked<T: Copy>(data: &[T], dims: &[usize], b: usize) -> Vec<T> {
+        relayout(data, dims, b, true)
+    }
+
+    /// The inverse of [`to_blocked`].
+    fn from_blocked<T: Copy>(data: &[T], dims: &[usize], b: usize) -> Vec<T> {
+        relayout(data, dims, b, false)
+    }
+
+    fn relayout<T: Copy>(data: &[T], dims: &[usize], b: usize, to: bool) -> Vec<T> {
+        let inner: usize = dims[1..].iter().product();
+        let mut out = data.to_vec();
+        for (i, x) in data.iter().enumerate() {
+            // Plain position (c, p) with c = B·co + ci lies blocked at (co, p, ci).
+            let (c, p) = (i / inner.max(1), i % inner.max(1));
+            let j = (c / b * inner + p) * b + c % b;
+            if to {
+                out[j] = *x;
+            } else {
+                out[i] = data[j];
+            }
+        }
+        out
     }
 
     const CONV: &str = "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, \

@@ -1153,3 +1153,11 @@ fn check_sizes(
     }
     Ok(values)
 }
+
+/// An operator from source text, for tests.
+#[cfg(test)]
+pub(crate) fn test_parse(attr: &str, item: &str) -> Operator {
+    let attr: TokenStream = attr.parse().unwrap();
+    let item = syn::parse_str::<ItemFn>(item).unwrap();
+    parse_operator(attr, &item).unwrap()
+}
