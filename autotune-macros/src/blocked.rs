@@ -67,9 +67,11 @@ pub(crate) fn api(
                 let p = Literal::usize_unsuffixed(if b == 1 { r } else { r + 1 });
                 let r = Literal::usize_unsuffixed(r);
                 let b = Literal::usize_unsuffixed(b as usize);
+                let s = &op.inputs[i].name;
                 quote! {
                     let #held = ::autotune::__private::activation_in::<#t, #r, #p>(#n, #b);
-                    let #n = ::autotune::TensorRef::new(&#held.0, #held.1);
+                    let #n = ::autotune::__private::input(#op_name, #s,
+                        ::autotune::TensorRef::new(&#held.0, #held.1))?;
                 }
             })
             .collect();

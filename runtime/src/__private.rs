@@ -261,7 +261,9 @@ pub fn activation_out<'a, T: Element, const R: usize, const P: usize>(
         tensor: "output",
         bytes,
     })?;
-    Ok(TensorMut::new(data, physical(dims, block)))
+    let physical = physical(dims, block);
+    check_len(op, "output", data.len(), &physical)?;
+    Ok(TensorMut::new(data, physical))
 }
 
 /// A new, empty activation for an operator's output.

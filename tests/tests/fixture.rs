@@ -254,6 +254,10 @@ fn main() {
             y1.block(), y2.block(), x.conversions(), y1.conversions(), s.conversions()
         );
     }
+    // Shapes are checked as given, whatever the layout.
+    let y1 = ops::conv3x3_relu(&Activation::new(tensor([3, 10, 9], 7)), &w1, &b1).unwrap();
+    let bad = ops::conv1x1s2_add(&y1, &w2, &b2, &Activation::new(tensor([16, 2, 2], 8)));
+    println!("{}", bad.unwrap_err());
 }
 "#;
 
@@ -275,6 +279,7 @@ fn a_net_on_blocked_activations_matches_its_references() {
         "6x6: blocks 16 1, conversions x 0 y1 1 s 0",
         // Neither is: plain throughout.
         "7x5: blocks 1 1, conversions x 0 y1 0 s 0",
+        "conv1x1s2_add: tensor `s` dimension 1 (OH) must be 5",
     ] {
         assert!(out.contains(line), "{line}\n{out}");
     }
