@@ -2,7 +2,8 @@
 //! `autotune-build` (as cxx shares its `syntax/` between macro and build helper).
 //!
 //! It owns the grammar of `#[tensor_op]` functions ([`parse`]), the IR they become
-//! ([`ir`]), and the kernel symbol names ([`mangle`]). It knows nothing of
+//! ([`ir`]), the kernel symbol names ([`mangle`]) and the blocked variants an operator
+//! with `blocked(...)` activations adds ([`layout`]). It knows nothing of
 //! schedules, C or Rust code generation: the macro and the build helper each lower
 //! the same [`ir::Operator`] to their side. [`eval`] interprets the IR directly,
 //! as the reference the tuner and the tests check kernels against; [`analysis`]

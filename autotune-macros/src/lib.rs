@@ -7,6 +7,9 @@
 //! - `op_reference` / `op_reference_into`: the naive Rust reference;
 //! - a hidden `__autotune_op` that checks shapes once and runs either side.
 //!
+//! With `blocked(...)` inputs, those inputs and the output are `autotune::Activation`s
+//! instead, and each blocked variant gets a hidden wrapper of its own (`blocked.rs`).
+//!
 //! `kernel_threads!()` emits `set_num_threads` / `num_threads` for the calling
 //! package's thread pool (each package links its own).
 //!
