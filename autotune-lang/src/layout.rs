@@ -46,8 +46,23 @@ pub struct BlockedVariant {
     pub inputs: Vec<bool>,
     /// Whether it writes the output blocked.
     pub output: bool,
-    /// The block, [`block`].
-    pub block: i64,
+}
+
+impl BlockedVariant {
+    /// Its block, [`block`] of its element type.
+    pub fn block(&self) -> i64 {
+        block(&self.op)
+    }
+}
+
+/// Per specialisation (of `specs`): whether one of `variants` serves it
+/// ([`Operator::served_blocked`], for a caller that has the variants already).
+pub fn served(variants: &[BlockedVariant], specs: usize) -> Vec<bool> {
+    let mut out = vec![false; specs];
+    for &i in variants.iter().flat_map(|v| &v.specs) {
+        out[i] = true;
+    }
+    out
 }
 
 /// Which tensors one specialisation stores blocked: per input, then per stage.
@@ -97,13 +112,7 @@ impl Operator {
     /// Per specialisation: whether a blocked variant serves it, so that the
     /// declared operator's own kernel for it is never called (nor built).
     pub fn served_blocked(&self) -> Vec<bool> {
-        let mut out = vec![false; self.specializations.len()];
-        for v in self.blocked_variants() {
-            for i in v.specs {
-                out[i] = true;
-            }
-        }
-        out
+        served(&self.blocked_variants(), self.specializations.len())
     }
 
     /// Which tensors can be stored blocked at these shapes: a declared input or a
@@ -228,7 +237,6 @@ impl Operator {
             specs,
             inputs: blocked.inputs.clone(),
             output,
-            block: b,
         })
     }
 }
@@ -492,14 +500,14 @@ mod tests {
                     .iter()
                     .enumerate()
                     .map(|(t, x)| match v.inputs[t] {
-                        true => to_blocked(x, &dims(TensorRef::Input(t)), v.block as usize),
+                        true => to_blocked(x, &dims(TensorRef::Input(t)), v.block() as usize),
                         false => x.clone(),
                     })
                     .collect();
                 let want = evaluate(op, values, &plain).unwrap();
                 let out_dims = dims(TensorRef::Stage(op.stages.len() - 1));
                 let want = match v.output {
-                    true => to_blocked(&want, &out_dims, v.block as usize),
+                    true => to_blocked(&want, &out_dims, v.block() as usize),
                     false => want,
                 };
                 let got = evaluate(&v.op, &v.op.specializations[k].values, &given).unwrap();
@@ -542,7 +550,7 @@ mod tests {
         );
         let v = dense.blocked_variants();
         // f64: blocks of 8; the output (5) stays plain.
-        assert_eq!((v[0].block, v[0].output), (8, false));
+        assert_eq!((v[0].block(), v[0].output), (8, false));
         assert_eq!(agrees(&dense), 1);
     }
 

@@ -4,9 +4,10 @@
 //! variant's layouts, else the declared operator on plain tensors.
 
 use crate::checks::{out_dims, shape_checks};
+use crate::idents::{free_shape_idents, input_idents, input_lifetimes, spec_pattern};
 use autotune_lang::ir::Operator;
 use autotune_lang::layout::BlockedVariant;
-use proc_macro2::{Ident, Literal, Span, TokenStream as Tokens};
+use proc_macro2::{Ident, Literal, TokenStream as Tokens};
 use quote::{format_ident, quote};
 
 pub(crate) fn api(
@@ -23,11 +24,8 @@ pub(crate) fn api(
     let dispatch = format_ident!("__autotune_{}_blocked", op.name);
     let t = format_ident!("{}", op.dtype.rust_name());
     let out_rank = Literal::usize_unsuffixed(op.output().dims.len());
-    let in_names: Vec<Ident> = op
-        .inputs
-        .iter()
-        .map(|i| Ident::new(&i.name, Span::call_site()))
-        .collect();
+    let in_names = input_idents(op);
+    let lifetimes = input_lifetimes(op);
     let is_blocked = |i: usize| op.blocked.contains(&i);
     let args: Vec<Tokens> = op
         .inputs
@@ -36,16 +34,13 @@ pub(crate) fn api(
         .map(|(i, input)| {
             let n = &in_names[i];
             let r = Literal::usize_unsuffixed(input.dims.len());
-            let lt = syn::Lifetime::new(&format!("'t{i}"), Span::call_site());
+            let lt = &lifetimes[i];
             if is_blocked(i) {
                 quote!(#n: &#lt ::autotune::Activation<#t, #r>)
             } else {
                 quote!(#n: impl ::autotune::IntoTensorRef<#lt, #t, #r>)
             }
         })
-        .collect();
-    let lifetimes: Vec<syn::Lifetime> = (0..op.inputs.len())
-        .map(|i| syn::Lifetime::new(&format!("'t{i}"), Span::call_site()))
         .collect();
     let to_views: Tokens = (0..op.inputs.len())
         .filter(|&i| !is_blocked(i))
@@ -85,22 +80,14 @@ pub(crate) fn api(
             return #callee(#imp, #(#in_names,)* ::core::option::Option::Some(__o)).map(|_| ());
         }
     };
-    let free: Vec<Ident> = op
-        .input_shape_vars()
-        .map(|(v, _)| crate::idents::shape_ident(op, v))
-        .collect();
+    let free = free_shape_idents(op);
     let arms: Tokens = variants
         .iter()
         .map(|v| {
-            let patterns = v.specs.iter().map(|&s| {
-                let values = op
-                    .input_shape_vars()
-                    .map(|(x, _)| Literal::i64_suffixed(op.specializations[s].values[x]));
-                quote!((#(#values,)*))
-            });
+            let patterns = v.specs.iter().map(|&s| spec_pattern(op, s));
             let callee = format_ident!("__autotune_{}", v.op.name);
-            let block = |i: usize| if v.inputs[i] { v.block } else { 1 };
-            let out_block = if v.output { v.block } else { 1 };
+            let block = |i: usize| if v.inputs[i] { v.block() } else { 1 };
+            let out_block = if v.output { v.block() } else { 1 };
             let body = call(
                 &callee,
                 quote!(::autotune::__private::Impl::Kernel),

@@ -23,7 +23,9 @@ mod idents;
 mod reference;
 
 use checks::{because, out_dims, shape_checks};
-use idents::{extent_tokens, shape_ident};
+use idents::{
+    extent_tokens, free_shape_idents, input_idents, input_lifetimes, shape_ident, spec_pattern,
+};
 
 use autotune_lang::ir::{Extent, Operator, TensorRef};
 use autotune_lang::mangle::{self, Package, Variant};
@@ -86,7 +88,8 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
     let pkg = Package::from_env();
     let vis = &item.vis;
     let variants = op.blocked_variants();
-    let mut hidden_fn = hidden_fn(op, &pkg, vis, &op.served_blocked());
+    let served = autotune_lang::layout::served(&variants, op.specializations.len());
+    let mut hidden_fn = hidden_fn(op, &pkg, vis, &served);
     for v in &variants {
         hidden_fn.extend(self::hidden_fn(&v.op, &pkg, vis, &[]));
     }
@@ -105,15 +108,9 @@ fn expand(op: &Operator, item: &ItemFn) -> Tokens {
     let reference = format_ident!("{}_reference", name);
     let reference_into = format_ident!("{}_reference_into", name);
 
-    let in_names: Vec<Ident> = op
-        .inputs
-        .iter()
-        .map(|i| Ident::new(&i.name, Span::call_site()))
-        .collect();
+    let in_names = input_idents(op);
     let in_strs: Vec<&str> = op.inputs.iter().map(|i| i.name.as_str()).collect();
-    let lifetimes: Vec<syn::Lifetime> = (0..op.inputs.len())
-        .map(|i| syn::Lifetime::new(&format!("'t{i}"), Span::call_site()))
-        .collect();
+    let lifetimes = input_lifetimes(op);
     let in_ranks: Vec<Literal> = op.inputs.iter().map(|i| rank(&i.dims)).collect();
     let generic_args = quote! {
         #( #in_names: impl ::autotune::IntoTensorRef<#lifetimes, #t, #in_ranks> ),*
@@ -195,14 +192,8 @@ fn hidden_fn(op: &Operator, pkg: &Package, vis: &syn::Visibility, served: &[bool
     let t = format_ident!("{}", op.dtype.rust_name());
     let out_rank = Literal::usize_unsuffixed(op.output().dims.len());
     let hidden = format_ident!("__autotune_{}", op.name);
-    let in_names: Vec<Ident> = op
-        .inputs
-        .iter()
-        .map(|i| Ident::new(&i.name, Span::call_site()))
-        .collect();
-    let lifetimes: Vec<syn::Lifetime> = (0..op.inputs.len())
-        .map(|i| syn::Lifetime::new(&format!("'t{i}"), Span::call_site()))
-        .collect();
+    let in_names = input_idents(op);
+    let lifetimes = input_lifetimes(op);
     let in_ranks: Vec<Literal> = op
         .inputs
         .iter()
@@ -293,11 +284,7 @@ fn hidden_fn(op: &Operator, pkg: &Package, vis: &syn::Visibility, served: &[bool
 fn kernel_call(op: &Operator, pkg: &Package, served: &[bool]) -> Tokens {
     let t = format_ident!("{}", op.dtype.rust_name());
     let op_name = &op.name;
-    let in_names: Vec<Ident> = op
-        .inputs
-        .iter()
-        .map(|i| Ident::new(&i.name, Span::call_site()))
-        .collect();
+    let in_names = input_idents(op);
     // A constant input also passes its handle's slot (null for a plain tensor).
     let slots: Vec<Ident> = op
         .constants
@@ -316,10 +303,7 @@ fn kernel_call(op: &Operator, pkg: &Package, served: &[bool]) -> Tokens {
     let shape_vars: Vec<Ident> = (0..op.shape_vars.len())
         .map(|v| shape_ident(op, v))
         .collect();
-    let free: Vec<Ident> = op
-        .input_shape_vars()
-        .map(|(v, _)| shape_ident(op, v))
-        .collect();
+    let free = free_shape_idents(op);
 
     let mut decls = Tokens::new();
     let mut arms = Tokens::new();
@@ -334,11 +318,9 @@ fn kernel_call(op: &Operator, pkg: &Package, served: &[bool]) -> Tokens {
             #[link_name = #sym]
             fn #f(#ptr_params) -> i32;
         });
-        let values = op
-            .input_shape_vars()
-            .map(|(v, _)| Literal::i64_suffixed(spec.values[v]));
+        let values = spec_pattern(op, i);
         arms.extend(quote! {
-            (::autotune::__private::Impl::Kernel, (#(#values,)*)) => unsafe { #f(#ptr_args) },
+            (::autotune::__private::Impl::Kernel, #values) => unsafe { #f(#ptr_args) },
         });
     }
     let generic_sym = mangle::kernel_symbol(pkg, op, Variant::Generic);
