@@ -49,9 +49,23 @@ pub fn file_header(what: &str, dtype: DType, runtime: &str) -> String {
     let _ = write!(
         s,
         "\nint32_t {runtime}_isa_level(void);\n\
-         int32_t {runtime}_parallel_for(int64_t n, void (*body)(void *, int64_t, int64_t), void *ctx);\n"
+         int32_t {runtime}_parallel_for(int64_t n, void (*body)(void *, int64_t, int64_t), void *ctx);\n\
+         {}",
+        alloc_decl(runtime)
     );
     s
+}
+
+/// The runtime's allocator (`P_alloc` in `pool.c`: 64-byte aligned, freed
+/// with `free`), which every copy, pack and constant block of a kernel comes
+/// from.
+pub fn alloc_fn(runtime: &str) -> String {
+    format!("{runtime}_alloc")
+}
+
+/// The header's declaration of [`alloc_fn`].
+pub fn alloc_decl(runtime: &str) -> String {
+    format!("void *{}(size_t bytes);\n", alloc_fn(runtime))
 }
 
 /// A kernel's C parameter list and the names that forward them.
@@ -426,8 +440,9 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
 /// which the file defines before them: one block per thread, grown as calls
 /// need, freed with the thread. Scratch malloc'd and freed by every call went
 /// back to the OS each time (glibc trims it), so every call page-faulted it in
-/// again: a third of a 333³ GEMM call.
-pub const KEPT_SCRATCH_C: &str = r#"#ifndef AT_KEPT_SCRATCH
+/// again: a third of a 333³ GEMM call. `ALLOC` stands for the runtime's
+/// allocator ([`kept_scratch_c`]).
+const KEPT_SCRATCH_C: &str = r#"#ifndef AT_KEPT_SCRATCH
 #define AT_KEPT_SCRATCH
 #include <pthread.h>
 static __thread void *at_kept;
@@ -444,10 +459,10 @@ static inline size_t at_line(size_t bytes) { return at_add(bytes, 63) & ~(size_t
  * call's own (*own), which the caller frees. NULL when out of memory. */
 static inline void *at_scratch(size_t bytes, int *own) {
   *own = bytes > ((size_t)16 << 20);
-  if (*own) return malloc(bytes);
+  if (*own) return ALLOC(bytes);
   if (bytes > at_kept_cap) {
     free(at_kept);
-    at_kept = malloc(bytes);
+    at_kept = ALLOC(bytes);
     at_kept_cap = at_kept ? bytes : 0;
     pthread_once(&at_kept_once, at_kept_init);
     /* Freed with the thread (without a key, kept until the process ends). */
@@ -458,6 +473,11 @@ static inline void *at_scratch(size_t bytes, int *own) {
 #endif
 
 "#;
+
+/// [`KEPT_SCRATCH_C`] for a package's runtime.
+pub fn kept_scratch_c(runtime: &str) -> String {
+    KEPT_SCRATCH_C.replace("ALLOC(", &format!("{}(", alloc_fn(runtime)))
+}
 
 /// The name of a vector load of lanes `0, 2, 4, ...` ([`STRIDE2_C`]).
 const STRIDE2_PREFIX: &str = "at_load_s2_v";
@@ -644,8 +664,9 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
             w.line(
                 1,
                 &format!(
-                    "{t} *restrict {} = ({t} *)malloc(sizeof({t}) * ((size_t)({}) + 1));",
+                    "{t} *restrict {} = ({t} *){}(sizeof({t}) * ((size_t)({}) + 1));",
                     b.name,
+                    alloc_fn(&k.runtime),
                     iexpr(&b.elems)
                 ),
             );
@@ -724,7 +745,10 @@ fn open_constants(w: &mut Writer, k: &Kernel) {
         w.line(1, &format!("const int {fill} = !{cb};"));
         w.line(
             1,
-            &format!("if ({fill}) {cb} = (at_const_block *)malloc({bytes});"),
+            &format!(
+                "if ({fill}) {cb} = (at_const_block *){}({bytes});",
+                alloc_fn(&w.runtime)
+            ),
         );
     }
     if k.constants.is_empty() {

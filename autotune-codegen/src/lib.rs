@@ -41,7 +41,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 7;
+pub const GENERATOR_VERSION: u32 = 8;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header and the compile flags. A
@@ -50,8 +50,10 @@ pub const GENERATOR_VERSION: u32 = 7;
 /// same kernel, so a generator change re-tunes only the kernels it changed.
 /// The runtime (`pool.c`, `isa.c`) is not part of it: it is shared by every
 /// kernel and changes none of their code, so a change to how the pool
-/// schedules chunks is judged by benchmarks, as a compiler upgrade is, rather
-/// than by staling every entry of every CPU. Written as 16 hex digits.
+/// schedules chunks, or to how the memory a kernel works in is allocated
+/// (`P_alloc`: 64-byte aligned since generator 8, `malloc` before), is judged
+/// by benchmarks, as a compiler upgrade is, rather than by staling every entry
+/// of every CPU. Written as 16 hex digits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelFingerprint(pub u64);
 
@@ -86,8 +88,13 @@ impl KernelFingerprint {
                 prefix.clone(),
             )?,
         };
-        text += &format!("-O{} {}", runtime::OPT_LEVEL, runtime::C_FLAGS.join(" "));
-        Ok(KernelFingerprint(mangle::fnv1a(text.as_bytes())))
+        // Where a kernel's memory comes from is the runtime's (its allocator),
+        // spelled as the `malloc` kernels called before generator 8.
+        let text = text
+            .replace(&emit::alloc_decl(&prefix), "")
+            .replace(&format!("{}(", emit::alloc_fn(&prefix)), "malloc(");
+        let flags = format!("-O{} {}", runtime::OPT_LEVEL, runtime::C_FLAGS.join(" "));
+        Ok(KernelFingerprint(mangle::fnv1a((text + &flags).as_bytes())))
     }
 
     /// Whether `recorded` (a cache entry's or a record's) is the kernel
@@ -273,7 +280,7 @@ pub fn generic_c(
         // Its calls at odd and small shapes pad-copy: scratch kept per thread.
         kernel.keeps_scratch = !kernel.scratch.is_empty();
         if kernel.keeps_scratch && !helpers {
-            c.push_str(emit::KEPT_SCRATCH_C);
+            c.push_str(&emit::kept_scratch_c(&runtime));
             helpers = true;
         }
         c.push_str(&emit::kernel_c(&kernel, &[tiled]));

@@ -441,7 +441,7 @@ pub struct Kernel {
     /// Whether the scratch (there is some) is kept per thread between calls
     /// (up to a limit) instead of allocated and freed by each call: the
     /// generic kernel's tiled schedules, whose calls at odd or small shapes
-    /// pad-copy their operands. The file defines [`crate::emit::KEPT_SCRATCH_C`]
+    /// pad-copy their operands. The file defines [`crate::emit::kept_scratch_c`]
     /// before the kernel.
     pub keeps_scratch: bool,
     /// Per constant input it copies: those copies, made once per handle.

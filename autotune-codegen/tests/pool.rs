@@ -1,8 +1,9 @@
-//! The pool's contract (`pool.c`), run in C: `parallel_for` calls its body over
-//! disjoint chunks that cover `[0, n)` exactly once, at every thread count and
-//! size, and splits a loop finer than one chunk per thread (no chunk above
+//! The runtime's contract (`pool.c`), run in C: `parallel_for` calls its body
+//! over disjoint chunks that cover `[0, n)` exactly once, at every thread count
+//! and size, and splits a loop finer than one chunk per thread (no chunk above
 //! 1/(2t) of the loop), so one slow thread cannot hold a call up for a whole
-//! thread's share.
+//! thread's share; `alloc` hands out cache-line-aligned memory that `free`
+//! takes back.
 
 use std::path::Path;
 use std::process::Command;
@@ -68,12 +69,42 @@ int main(void) {
 }
 "#;
 
-#[test]
-fn parallel_for_covers_the_loop_once_in_guided_chunks() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pool");
+const ALLOC_DRIVER: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *t_alloc(size_t bytes);
+
+int main(void) {
+    static const size_t sizes[] = {0, 1, 3, 4, 17, 64, 100, 4096, 4100, 100000, 1 << 20, 3 << 20};
+    for (int rep = 0; rep < 50; rep++) {
+        for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            /* A heap in any state: malloc's blocks of odd sizes between. */
+            void *odd = malloc(1 + (size_t)rep * 24 + s * 8);
+            unsigned char *p = t_alloc(sizes[s]);
+            if (!p || (uintptr_t)p % 64) {
+                printf("alloc(%zu) returned %p\n", sizes[s], (void *)p);
+                return 1;
+            }
+            memset(p, 0xA5, sizes[s]);
+            free(p);
+            free(odd);
+        }
+    }
+    printf("ok\n");
+    return 0;
+}
+"#;
+
+/// Compiles `driver` (C) with the runtime under the prefix `t` in `dir` and
+/// runs it: it must print `ok`.
+fn run_with_runtime(dir: &str, driver: &str) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut sources = vec![dir.join("driver.c")];
-    std::fs::write(&sources[0], DRIVER).unwrap();
+    std::fs::write(&sources[0], driver).unwrap();
     for (name, source) in RUNTIME_C {
         let path = dir.join(name);
         std::fs::write(&path, runtime_c("t", source)).unwrap();
@@ -90,10 +121,20 @@ fn parallel_for_covers_the_loop_once_in_guided_chunks() {
         .expect("cc runs");
     assert!(
         out.status.success(),
-        "the pool does not compile:\n{}",
+        "the runtime does not compile:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let run = Command::new(&exe).output().expect("the driver runs");
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success() && stdout.trim() == "ok", "{stdout}");
+}
+
+#[test]
+fn parallel_for_covers_the_loop_once_in_guided_chunks() {
+    run_with_runtime("pool", DRIVER);
+}
+
+#[test]
+fn alloc_returns_cache_line_aligned_memory_that_free_releases() {
+    run_with_runtime("alloc", ALLOC_DRIVER);
 }
