@@ -205,3 +205,61 @@ fn a_batch_measures_one_of_the_configs_the_model_sees_alike() {
         "configs the model sees alike in one batch"
     );
 }
+
+/// Twins of a config: one knob away and described by the same features, so
+/// that only measuring them can rank them. A GEMM config copying B whole has
+/// among them the same config prefetching its copy ahead (`pack.1=4`), whose
+/// prefetches the features do not describe.
+#[test]
+fn the_twins_of_a_config_are_one_knob_away_and_look_alike_to_the_model() {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let mut t = sum_tuner(&w, SearchOptions::default());
+    let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
+    let config: autotune_codegen::Config = "output.block.i=2 output.block.j=1 output.order=j-i \
+         output.pack.0=0 output.pack.1=1 output.parallel=0 output.split.k=64 output.tile.i=4 \
+         output.tile.j=2 output.unroll=2 output.vector=j16"
+        .parse()
+        .unwrap();
+    let of = space.index_of(&config).unwrap();
+    let ahead = {
+        let mut c = config.clone();
+        let knob =
+            c.0.keys()
+                .find(|k| k.to_string() == "output.pack.1")
+                .unwrap()
+                .clone();
+        c.0.insert(knob, autotune_codegen::Value::Int(4));
+        space.index_of(&c).unwrap()
+    };
+    let twins = t.twins(&space, of, &HashSet::new(), 100);
+    assert!(
+        twins.contains(&ahead),
+        "the prefetching copy is a twin: {twins:?}"
+    );
+    let looks = |i: u128| featurizer.features(&space.config_at(i)).unwrap();
+    for &i in &twins {
+        let differ = space
+            .digits(i)
+            .iter()
+            .zip(space.digits(of))
+            .filter(|(a, b)| **a != *b)
+            .count();
+        assert_eq!(
+            differ,
+            1,
+            "{} is one knob from {config}",
+            space.config_at(i)
+        );
+        assert_eq!(
+            looks(i),
+            looks(of),
+            "{} looks as {config} does",
+            space.config_at(i)
+        );
+    }
+    // Measured ones are not offered again, and `n` caps them.
+    let measured: HashSet<u128> = [ahead].into();
+    assert!(!t.twins(&space, of, &measured, 100).contains(&ahead));
+    assert_eq!(t.twins(&space, of, &HashSet::new(), 1).len(), 1);
+}

@@ -272,6 +272,83 @@ fn grid_and_genetic_runs_complete() {
     }
 }
 
+/// A random tuner that offers fixed configs as the twins of whichever config
+/// it is asked about, and remembers which one that was.
+struct TwinsOf {
+    inner: tuner::RandomTuner,
+    twins: Vec<u128>,
+    asked: Option<u128>,
+}
+
+impl autotune_tune::Tuner for TwinsOf {
+    fn name(&self) -> &str {
+        "twins-of"
+    }
+    fn propose(
+        &mut self,
+        space: &Space,
+        n: usize,
+        measured: &std::collections::HashSet<u128>,
+    ) -> Vec<u128> {
+        let mut seen = measured.clone();
+        seen.extend(self.twins.iter().copied());
+        self.inner.propose(space, n, &seen)
+    }
+    fn twins(
+        &mut self,
+        _: &Space,
+        of: u128,
+        measured: &std::collections::HashSet<u128>,
+        n: usize,
+    ) -> Vec<u128> {
+        self.asked = Some(of);
+        self.twins
+            .iter()
+            .copied()
+            .filter(|i| !measured.contains(i))
+            .take(n)
+            .collect()
+    }
+}
+
+#[test]
+fn the_best_configs_twins_are_measured_in_the_last_slots() {
+    let w = workload(12, 32, 16);
+    let space = Space::new(&w.op, w.shapes());
+    let dir = scratch("tune-twins");
+    let mut opts = options(&dir);
+    opts.trials = 9;
+    let twins: Vec<u128> = (0..space.size())
+        .map(|i| space.canonical(i * 7919 % space.size()))
+        .filter(|&i| space.sensible(&space.config_at(i)))
+        .take(2)
+        .collect();
+    let mut t = TwinsOf {
+        inner: tuner::RandomTuner::new(5),
+        twins: twins.clone(),
+        asked: None,
+    };
+    let mut order = Vec::new();
+    let mut best_of_six = None;
+    let s = tune::tune(&w, &mut t, &opts, &mut |r, s| {
+        order.push(space.index_of(&r.config).unwrap());
+        if order.len() == 6 {
+            best_of_six = s.best.as_ref().map(|b| space.index_of(&b.0).unwrap());
+        }
+    })
+    .unwrap();
+    assert_eq!(s.trials, 9);
+    assert_eq!(s.twins, 2);
+    // Batches of 4 leave 3 slots for twins: 4, then 2 (not 4), then the twins, then 1.
+    let at: Vec<usize> = twins
+        .iter()
+        .map(|i| order.iter().position(|o| o == i).unwrap())
+        .collect();
+    assert_eq!(at, vec![6, 7], "measured {order:?}");
+    assert!(best_of_six.is_some());
+    assert_eq!(t.asked, best_of_six, "the twins asked for are the best's");
+}
+
 #[test]
 fn time_budget_and_early_stop_end_a_run() {
     let w = workload(8, 16, 8);
