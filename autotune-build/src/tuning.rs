@@ -154,15 +154,11 @@ pub(crate) fn tune_one(
         });
     };
     warn(&format!(
-        "tuned {} in {:.1} s with {}: {} trials{}, {:.2} GFLOP/s (default schedule {:.2}){}{}",
+        "tuned {} in {:.1} s with {}: {} trials, {:.2} GFLOP/s (default schedule {:.2}){}{}",
         w.key(),
         summary.elapsed.as_secs_f64(),
         report.tuner,
         summary.trials,
-        match summary.twins {
-            0 => String::new(),
-            n => format!(" ({n} of them twins of the best, which the model cannot tell apart)"),
-        },
         gflops,
         summary.default_gflops.unwrap_or(0.0),
         summary

@@ -584,38 +584,6 @@ impl Tuner for ModelTuner {
         out
     }
 
-    /// The configs one knob away from `of` whose features (what the models
-    /// read) are `of`'s: `pack.N=4` beside `pack.N=1`, whose prefetches the
-    /// features do not describe, and whatever else a knob changes unseen.
-    fn twins(&mut self, space: &Space, of: u128, measured: &HashSet<u128>, n: usize) -> Vec<u128> {
-        self.describe(space, of);
-        let looks = self.seen_as(of);
-        if looks.is_empty() {
-            return Vec::new();
-        }
-        let digits = space.digits(of);
-        let mut out = Vec::new();
-        for (k, knob) in space.knobs.iter().enumerate() {
-            for d in (0..knob.choices.len()).filter(|&d| d != digits[k]) {
-                let mut other = digits.clone();
-                other[k] = d;
-                // (A dead knob's change is the same config.)
-                let i = space.canonical(space.from_digits(&other));
-                if out.len() == n || i == of || measured.contains(&i) || out.contains(&i) {
-                    continue;
-                }
-                if !space.sensible(&space.config_at(i)) {
-                    continue;
-                }
-                self.describe(space, i);
-                if self.seen_as(i) == looks {
-                    out.push(i);
-                }
-            }
-        }
-        out
-    }
-
     fn stats(&self) -> Vec<(&'static str, f64)> {
         let o = &self.overhead;
         vec![

@@ -3,9 +3,7 @@
 //! record log (JSON lines) that a later run resumes from.
 //!
 //! The default config is always measured first, so a tuned result is never
-//! slower than the untuned one; the best config's twins, which the tuner
-//! cannot tell from it ([`Tuner::twins`]: `pack.N=4` beside `pack.N=1` to a
-//! cost model), are measured last. [`TuningSession`] is a whole run as `cargo
+//! slower than the untuned one. [`TuningSession`] is a whole run as `cargo
 //! build` and `cargo autotune tune` both do it: the tuner from a
 //! [`TunerSpec`] (with a fallback to a black-box tuner, announced, where the
 //! cost model is not built in), the history to learn from, and the loop.
@@ -113,8 +111,6 @@ pub struct Summary {
     pub trials: usize,
     /// Trials loaded from the log rather than measured in this run.
     pub resumed: usize,
-    /// Of the trials, the best config's twins, measured last ([`Tuner::twins`]).
-    pub twins: usize,
     pub best: Option<(Config, f64)>,
     /// Throughput of the space's default config.
     pub default_gflops: Option<f64>,
@@ -176,9 +172,6 @@ impl std::fmt::Display for Confirmation {
 /// A trial whose first two samples each took this many times the best
 /// trial's seconds a call stops timing there (`Batch::time_unless_behind`).
 pub const GIVE_UP_BEHIND: f64 = 2.0;
-
-/// Most twins of the best config measured (`Tuner::twins`).
-pub const TWINS: usize = 3;
 
 /// Configs measured within this share of the best are re-timed with it.
 pub const CONFIRM_WITHIN: f64 = 0.10;
@@ -250,7 +243,6 @@ pub fn tune(
     }
     let mut harness = None;
     let mut since_best = 0usize;
-    let mut twins_done = false;
     let mut batch_no = 0;
     loop {
         let budget = if opts.count_resumed {
@@ -261,51 +253,21 @@ pub fn tune(
         let left = budget.saturating_sub(summary.trials);
         let out_of_time = opts.time.is_some_and(|t| start.elapsed() >= t);
         let stalled = opts.early_stop.is_some_and(|n| since_best >= n);
-        if left == 0 || out_of_time {
+        if left == 0 || out_of_time || stalled {
             break;
         }
         let t0 = Instant::now();
+        let mut proposal = Vec::new();
         let default_index = space
             .index_of(&default)
             .expect("the default is in the space");
-        // The last batch measures the best config's twins, which the tuner
-        // cannot rank: when the search ends early (stalled, or the tuner
-        // done), else in the last [`TWINS`] slots of the budget.
-        let best = summary
-            .best
-            .as_ref()
-            .and_then(|b| space.index_of(&b.0).ok());
-        let twins = |tuner: &mut dyn Tuner| {
-            best.map_or(Vec::new(), |b| {
-                tuner.twins(&space, b, &measured, left.min(TWINS))
-            })
-        };
-        let mut proposal = Vec::new();
-        if !twins_done && (stalled || left <= TWINS) {
-            twins_done = true;
-            proposal = twins(tuner);
+        if !measured.contains(&default_index) {
+            proposal.push(default_index);
         }
-        let mut of_twins = !proposal.is_empty();
-        if proposal.is_empty() && !stalled {
-            if !measured.contains(&default_index) {
-                proposal.push(default_index);
-            }
-            let mut seen = measured.clone();
-            seen.extend(proposal.iter().copied());
-            // (Until the twins are measured, their slots stay free.)
-            let reserve = if twins_done { 0 } else { TWINS };
-            let want = opts
-                .batch
-                .max(1)
-                .min(left - reserve)
-                .saturating_sub(proposal.len());
-            proposal.extend(tuner.propose(&space, want, &seen));
-            if proposal.is_empty() && !twins_done {
-                twins_done = true;
-                proposal = twins(tuner);
-                of_twins = true;
-            }
-        }
+        let mut seen = measured.clone();
+        seen.extend(proposal.iter().copied());
+        let want = opts.batch.max(1).min(left).saturating_sub(proposal.len());
+        proposal.extend(tuner.propose(&space, want, &seen));
         summary.tuner += t0.elapsed();
         if proposal.is_empty() {
             break; // the space is spent, or the tuner is done (its notes say why)
@@ -343,7 +305,6 @@ pub fn tune(
             );
             let before = summary.best.as_ref().map(|b| b.1);
             summary.add(&r);
-            summary.twins += usize::from(of_twins);
             scored.extend(r.gflops.map(|g| (r.config.clone(), g)));
             if *i == default_index {
                 summary.default_gflops = r.gflops;

@@ -14,20 +14,6 @@ pub trait Tuner {
     fn propose(&mut self, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128>;
     /// Measured results: throughput, or `None` for a failed trial.
     fn observe(&mut self, _space: &Space, _results: &[(u128, Option<f64>)]) {}
-    /// Up to `n` configs not in `measured` that differ from config `of` in
-    /// one knob and that the tuner cannot tell from it (a model-guided one:
-    /// the same features), so that only measuring them ranks them. The
-    /// session measures the best config's twins last. None for a tuner that
-    /// ranks nothing.
-    fn twins(
-        &mut self,
-        _space: &Space,
-        _of: u128,
-        _measured: &HashSet<u128>,
-        _n: usize,
-    ) -> Vec<u128> {
-        Vec::new()
-    }
     /// Figures about the tuner's own work (name, value), for reports.
     fn stats(&self) -> Vec<(&'static str, f64)> {
         Vec::new()

@@ -702,7 +702,6 @@ fn main() -> Result<()> {
                     "tuner": report.tuner,
                     "trials": summary.trials,
                     "resumed": summary.resumed,
-                    "twins": summary.twins,
                     "best_gflops": summary.best.as_ref().map(|b| b.1),
                     "best_config": summary.best.as_ref().map(|b| &b.0),
                     "default_gflops": summary.default_gflops,
