@@ -111,8 +111,14 @@ impl<T: Element, const R: usize> Activation<T, R> {
         }
         let inner = self.dims[1..].iter().product::<usize>();
         let mut out = self.data.clone();
-        for flat in 0..self.data.len() {
-            out[position(flat, inner, block)] = self.data[position(flat, inner, self.block)];
+        // Channel by channel: each one's pixels lie `block` apart in the one
+        // layout and `self.block` apart in the other (1 where plain).
+        for c in 0..self.dims[0] {
+            let at = |b: usize| (c / b * inner * b + c % b, b);
+            let ((to, to_step), (from, from_step)) = (at(block), at(self.block));
+            for p in 0..inner {
+                out[to + p * to_step] = self.data[from + p * from_step];
+            }
         }
         Cow::Owned(out)
     }
@@ -176,5 +182,28 @@ mod tests {
         let d = Activation::new(t.clone()).into_layout(16).unwrap();
         assert_eq!((d.block(), d.to_tensor()), (16, t.clone()));
         assert!(Activation::new(t).into_layout(5).is_none());
+    }
+
+    /// Every conversion puts each element where [`position`] says it lies.
+    #[test]
+    fn conversions_put_each_element_where_its_layout_says() {
+        let (dims, inner) = ([24, 5, 3], 15);
+        let n = 24 * inner;
+        let plain: Vec<f32> = (0..n).map(|x| x as f32).collect();
+        for (from, to) in [(1, 8), (8, 1), (4, 8), (8, 4), (1, 24), (24, 3)] {
+            let mut src = vec![0.0; n];
+            for (flat, x) in plain.iter().enumerate() {
+                src[position(flat, inner, from)] = *x;
+            }
+            let a = Activation::with(src, dims, from);
+            let out = a.layout(to);
+            for (flat, x) in plain.iter().enumerate() {
+                assert_eq!(
+                    out[position(flat, inner, to)],
+                    *x,
+                    "{from} -> {to}, element {flat}"
+                );
+            }
+        }
     }
 }
