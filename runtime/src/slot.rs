@@ -5,8 +5,9 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The head of a list of blocks, one per kernel layout: the kernels' C
-/// (`at_const_*` in the generated file) allocates each with `malloc`, fills it
-/// and adds it with an atomic compare-and-swap; the handle frees them.
+/// (`at_const_*` in the generated file) allocates each with the runtime's
+/// allocator (`posix_memalign`, 64-byte aligned), fills it and adds it with an
+/// atomic compare-and-swap; the handle frees them with `free`.
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     head: AtomicPtr<Block>,
@@ -49,8 +50,8 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let mut b = *self.head.get_mut();
         while !b.is_null() {
-            // SAFETY: each block on the list was allocated with malloc by a
-            // kernel and added once; no call can be using the handle while it
+            // SAFETY: each block on the list was allocated by a kernel with
+            // the runtime's allocator (which `free` releases) and added once; no call can be using the handle while it
             // is dropped, so each is read and freed once, here.
             let next = unsafe { (*b).next };
             unsafe { free(b.cast()) };
