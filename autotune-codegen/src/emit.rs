@@ -441,7 +441,7 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
 /// need, freed with the thread. Scratch malloc'd and freed by every call went
 /// back to the OS each time (glibc trims it), so every call page-faulted it in
 /// again: a third of a 333³ GEMM call. `ALLOC` stands for the runtime's
-/// allocator ([`kept_scratch_c`]).
+/// allocator (`kept_scratch_c`).
 const KEPT_SCRATCH_C: &str = r#"#ifndef AT_KEPT_SCRATCH
 #define AT_KEPT_SCRATCH
 #include <pthread.h>
@@ -474,7 +474,7 @@ static inline void *at_scratch(size_t bytes, int *own) {
 
 "#;
 
-/// [`KEPT_SCRATCH_C`] for a package's runtime.
+/// The helpers of kernels that keep their scratch, calling `runtime`'s allocator.
 pub fn kept_scratch_c(runtime: &str) -> String {
     KEPT_SCRATCH_C.replace("ALLOC(", &format!("{}(", alloc_fn(runtime)))
 }
