@@ -3,7 +3,7 @@
 
 use crate::idents::{extent_tokens, shape_ident};
 use autotune_lang::ir::{Extent, Operator, ShapeVarKind};
-use proc_macro2::{Ident, Literal, Span, TokenStream as Tokens};
+use proc_macro2::{Ident, Span, TokenStream as Tokens};
 use quote::{format_ident, quote};
 
 /// Why a shape variable has the value it has, for error messages.
@@ -103,14 +103,8 @@ fn shape_expr_tokens(op: &Operator, e: &autotune_lang::ir::ShapeExpr) -> Tokens 
         quote!(#f(#a, #b)?)
     };
     match e {
-        S::Const(c) => {
-            let c = Literal::i64_suffixed(*c);
-            quote!(#c)
-        }
-        S::Var(v) => {
-            let id = shape_ident(op, *v);
-            quote!(#id)
-        }
+        S::Const(c) => extent_tokens(op, &Extent::Const(*c)),
+        S::Var(v) => extent_tokens(op, &Extent::Var(*v)),
         S::Add(a, b) => bin(a, b, quote!(i64::checked_add)),
         S::Sub(a, b) => bin(a, b, quote!(i64::checked_sub)),
         S::Mul(a, b) => bin(a, b, quote!(i64::checked_mul)),

@@ -111,13 +111,16 @@ impl<T: Element, const R: usize> Activation<T, R> {
         }
         let inner = self.dims[1..].iter().product::<usize>();
         let mut out = self.data.clone();
-        // Channel by channel: each one's pixels lie `block` apart in the one
-        // layout and `self.block` apart in the other (1 where plain).
+        // Channel by channel: from where its first pixel lies, each one's
+        // pixels lie `block` apart in the one layout and `self.block` apart in
+        // the other (1 where plain).
         for c in 0..self.dims[0] {
-            let at = |b: usize| (c / b * inner * b + c % b, b);
-            let ((to, to_step), (from, from_step)) = (at(block), at(self.block));
+            let (to, from) = (
+                position(c * inner, inner, block),
+                position(c * inner, inner, self.block),
+            );
             for p in 0..inner {
-                out[to + p * to_step] = self.data[from + p * from_step];
+                out[to + p * block] = self.data[from + p * self.block];
             }
         }
         Cow::Owned(out)
