@@ -38,7 +38,7 @@ bench() { # binary, workload line, dir
         --cache "$cache" --threads "$THREADS" --dir "$3") | tail -1
 }
 {
-    echo "# cached-ab: before = $BEFORE, after = $(git -C "$ROOT" rev-parse --short HEAD) (this tree); $THREADS thread(s), $ROUNDS rounds; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) $(grep -m1 'cpu family' /proc/cpuinfo | tr -dc 0-9)-$(grep -m1 '^model\s' /proc/cpuinfo | tr -dc 0-9); $(date -Iseconds)"
+    echo "# cached-ab: before = $BEFORE, after = $(git -C "$ROOT" rev-parse --short HEAD) (this tree); $THREADS thread(s), $ROUNDS rounds; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) $(cpu_id); $(date -Iseconds)"
     echo "# peak: $(/tmp/autotune-ab-peak 1 2>&1 | grep fma)"
     # Compile every measurement program first (2 cores: nothing builds while timing).
     for w in "${WORKLOADS[@]}"; do

@@ -15,6 +15,12 @@ autotune_cli() {
     AT="$CARGO_AUTOTUNE autotune"
 }
 
+# This CPU as cache entries name it (`CpuId`): vendor-family-model, e.g.
+# GenuineIntel-6-167.
+cpu_id() {
+    awk -F': ' '/vendor_id/{v=$2} /cpu family/{f=$2} /^model\t/{m=$2} END{print v"-"f"-"m}' /proc/cpuinfo
+}
+
 # Installs the Debian packages named where they are missing.
 install_packages() {
     local need=() p

@@ -19,7 +19,7 @@ FILE=${FILE:-$EXAMPLE/src/ops.rs}
 CACHE=${CACHE:-$ROOT/tuning-cache}
 TRIALS=${TRIALS:-64}
 ISA=$(grep -qw avx512f /proc/cpuinfo && echo avx512 || echo avx2)
-CPU_ID=$(awk -F': ' '/vendor_id/{v=$2} /cpu family/{f=$2} /^model\t/{m=$2} END{print v"-"f"-"m}' /proc/cpuinfo)
+CPU_ID=$(cpu_id)
 WORK=$(mktemp -d /tmp/autotune-blocked.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 ops=$($AT space --file "$FILE" | sed -nE 's/^([a-z0-9_]+__b16[a-z0-9_]*)\[.*/\1/p' | sort -u)
