@@ -265,6 +265,11 @@ pub enum Stmt {
         name: String,
         elems: i64,
     },
+    /// `name = value`. A `value` that combines `name` itself by max or min
+    /// is a reduction's update, and `name` its accumulator: it starts at the
+    /// reduction's identity or at partial results of the same reduction, and
+    /// a NaN operand never wins, so it is never NaN -- the emitter relies on
+    /// that to write the combine as one compare and a blend.
     Assign {
         name: String,
         value: VExpr,

@@ -384,6 +384,48 @@ fn reductions_min_and_rank0() {
     }
 }
 
+/// NaN, infinities and signed zeros among the inputs of max and min
+/// reductions: a NaN loses, as in the reference (`f32::max`), wherever it
+/// falls in a window or a vector of the kernel's accumulators -- a whole window
+/// of NaNs gives the identity.
+#[test]
+fn max_and_min_reductions_let_nan_inputs_lose() {
+    let special = [
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+    let sprinkle = |t: &mut Tensor<f32, 3>, every: usize| {
+        let n = t.data().len();
+        for (i, x) in t.data_mut().iter_mut().enumerate() {
+            if every == 1 {
+                *x = f32::NAN; // every window all NaN
+            } else if i % every == 0 || i * 7 % 13 == 5 || i + 3 >= n {
+                *x = special[i % special.len()];
+            }
+        }
+    };
+    for (c, h, w, every) in [(4, 17, 16, 3), (16, 56, 56, 5), (3, 3, 17, 2), (2, 9, 9, 1)] {
+        let mut x = random::<f32, 3>([c, h, w], 36);
+        sprinkle(&mut x, every);
+        check(
+            &format!("max_pool2d {:?} with NaNs", (c, h, w)),
+            |imp, out| ops::__autotune_max_pool2d(imp, x.view(), out),
+        );
+    }
+    for (m, n) in [(3, 17), (127, 3), (200, 150)] {
+        let mut a = random::<f32, 3>([1, m, n], 37);
+        sprinkle(&mut a, 4);
+        let a = Tensor::from_vec(a.data().to_vec(), [m, n]).expect("same length");
+        check(&format!("column_min {m}x{n} with NaNs"), |imp, out| {
+            ops::__autotune_column_min(imp, a.view(), out)
+        });
+    }
+}
+
 #[test]
 fn empty_reduction_gives_the_identity() {
     let a = random::<f32, 2>([0, 5], 34);
