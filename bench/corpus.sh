@@ -5,8 +5,10 @@
 # here), then MERGE_TRIALS more from the variants of its best config that merge
 # two spatial axes (bench/merge_starts.py: a search guided by a model that has
 # not seen merged configs rarely proposes one, so the corpus would hold few),
-# the records kept one log per operator, then `cargo autotune train` on all of
-# them. Rerun it to make a model for another machine or ISA level:
+# then AHEAD_TRIALS more from the variants of its AHEAD_OF best configs that
+# prefetch a copy ahead (`pack` 4; merge_starts.py's ahead_starts: the same
+# reason), the records kept one log per operator, then `cargo autotune train` on
+# all of them. Rerun it to make a model for another machine or ISA level:
 #   bash bench/corpus.sh                          # this CPU's best level
 #   AUTOTUNE_TUNE_ISA=avx2 bash bench/corpus.sh   # capped at AVX2
 # Writes the logs to $LOGS (default bench/corpus/<arch>-<isa>/), resuming what
@@ -18,6 +20,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
 TRIALS=${TRIALS:-48}
 MERGE_TRIALS=${MERGE_TRIALS:-16}
+AHEAD_TRIALS=${AHEAD_TRIALS:-8}
 SECONDS_EACH=${TUNE_SECONDS:-30}
 # CARGO_AUTOTUNE=<binary> uses that build of cargo-autotune instead.
 autotune_cli
@@ -49,12 +52,21 @@ while read -r op n; do
     for ((spec = 0; spec < n; spec++)); do
         summary=$(tune --trials "$TRIALS")
         report <<<"$summary"
-        ((MERGE_TRIALS > 0)) || continue
-        python3 "$ROOT/bench/merge_starts.py" "$AT" "$ROOT/bench/corpus.rs" "$op" "$ISA" \
-            <<<"$summary" >"$starts"
-        start=()
-        if [ -s "$starts" ]; then start=(--start "$starts"); fi
-        tune --trials $((TRIALS + MERGE_TRIALS)) "${start[@]}" | report
+        # The passes from starts, each topping the workload up by its trials
+        # (so that a rerun resumes rather than adds).
+        total=$TRIALS
+        for pass in merge ahead; do
+            extra=$MERGE_TRIALS mode=""
+            if [ "$pass" = ahead ]; then extra=$AHEAD_TRIALS mode=ahead; fi
+            ((extra > 0)) || continue
+            total=$((total + extra))
+            python3 "$ROOT/bench/merge_starts.py" "$AT" "$ROOT/bench/corpus.rs" "$op" "$ISA" \
+                $mode <<<"$summary" >"$starts"
+            start=()
+            if [ -s "$starts" ]; then start=(--start "$starts"); fi
+            summary=$(tune --trials "$total" "${start[@]}")
+            report <<<"$summary"
+        done
     done
 done <"$LOGS/workloads.txt"
 # The logs, packed for the commit (bench/results/README.md describes the format).

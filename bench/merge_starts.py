@@ -8,11 +8,18 @@ config with that order, the first axis untiled and the second given a register
 tile of pixels as long as the register file allows beside the config's vectors
 (and one shorter), blocks of 1.
 
-As a script: `python3 merge_starts.py "<cargo-autotune autotune>" FILE OP ISA`
+Also the prefetching starts (`ahead_starts`, bench/tune-orders.sh START=ahead
+and bench/corpus.sh's third pass): a config with one operand under its
+reduction read with `pack` 4 instead (copied whole, its next slice prefetched).
+
+As a script: `python3 merge_starts.py "<cargo-autotune autotune>" FILE OP ISA [ahead]`
 reads a `cargo autotune tune --json` summary on stdin and prints the starts of
-its best config, one `knob=value ...` line each (what `tune --start` reads).
+its best config, one `knob=value ...` line each (what `tune --start` reads);
+with `ahead`, the prefetching starts of the AHEAD_OF (default 3) best configs
+of the summary's record log for its workload.
 """
 import json
+import os
 import re
 import subprocess
 import sys
@@ -62,6 +69,27 @@ def merge_starts(knobs, config, stage, isa):
     return starts
 
 
+def ahead_starts(knobs, config, stage):
+    """`config` with one of `stage`'s operands read with `pack` 4 instead, one
+    variant per load site whose `pack` knob offers it."""
+    return [dict(config, **{k: 4}) for k, values in knobs.items()
+            if k.startswith(f"{stage}.pack.") and "4" in values and str(config.get(k)) != "4"]
+
+
+def best_configs(log, workload, n):
+    """The `n` fastest distinct configs of `workload` in a record log."""
+    records = [json.loads(l) for l in open(log) if l.strip()]
+    records = [r for r in records if r.get("workload") == workload and r.get("gflops")]
+    records.sort(key=lambda r: -r["gflops"])
+    out, seen = [], set()
+    for r in records:
+        key = line(r["config"])
+        if key not in seen:
+            seen.add(key)
+            out.append(r["config"])
+    return out[:n]
+
+
 def line(config):
     """A config as `tune --start` reads it."""
     return " ".join(f"{k}={v}" for k, v in sorted(config.items()))
@@ -69,10 +97,20 @@ def line(config):
 
 if __name__ == "__main__":
     at, src, op, isa = sys.argv[1:5]
+    ahead = sys.argv[5:6] == ["ahead"]
     summary = json.load(sys.stdin)
     config = summary.get("best_config")
     if config:
         knobs = space_knobs(at, src, op, summary["workload"])
-        for stage in reducing_stages(config):
-            for c in merge_starts(knobs, config, stage, isa):
-                print(line(c))
+        configs = [config]
+        if ahead:
+            n = int(os.environ.get("AHEAD_OF", "3"))
+            configs = best_configs(summary["log"], summary["workload"], n) or [config]
+        printed = set()
+        for c in configs:
+            for stage in reducing_stages(c):
+                starts = ahead_starts(knobs, c, stage) if ahead else merge_starts(knobs, c, stage, isa)
+                for start in starts:
+                    if line(start) not in printed:
+                        printed.add(line(start))
+                        print(line(start))

@@ -32,7 +32,7 @@ for threads in ${THREADS:-1 2}; do
 import os, re, sys, tomllib
 src, cache, isa, threads, out, only, start, at, bench = sys.argv[1:10]
 sys.path.insert(0, bench)
-from merge_starts import line, merge_starts, reducing_stages, space_knobs
+from merge_starts import ahead_starts, line, merge_starts, reducing_stages, space_knobs
 
 os.makedirs(out, exist_ok=True)
 text = open(src).read()
@@ -61,8 +61,7 @@ for name, shapes in specs.items():
                 configs = merge_starts(knobs, config, st, isa)
             elif start == "ahead":
                 knobs = space_knobs(at, src, name, e["workload"])
-                configs = [dict(config, **{k: 4}) for k, values in knobs.items()
-                           if k.startswith(f"{st}.pack.") and "4" in values and config.get(k) != 4]
+                configs = ahead_starts(knobs, config, st)
             else:
                 # (A merged pair, `h*w`, stays one item.)
                 axes = [a for a in re.split("[-/]", config[f"{st}.order"]) if a]

@@ -27,7 +27,8 @@
 //!   relations that keep their meaning across shapes and operators, for
 //!   transfer learning — then the register tile and the work around it
 //!   (`kernel_features`), which the curves cannot see (version 2: held-out
-//!   pairwise accuracy 0.63 → 0.72 on the AVX-512 corpus, `bench/heldout-rank.sh`).
+//!   pairwise accuracy 0.63 → 0.72 on the AVX-512 corpus, `bench/heldout-rank.sh`;
+//!   version 3: the copies prefetched a slice ahead).
 //! - [`FeatureSet::Knobs`]: the knob values themselves (numbers, or the index of
 //!   a named choice).
 
@@ -45,7 +46,7 @@ use autotune_codegen::{Config, ConfigError, Space, Value, Workload};
 /// Version of what the features mean: bump it with any change to a feature's
 /// definition or position, so that a pre-trained model of another version is
 /// reported instead of applied ([`crate::pretrained`]).
-pub const FEATURES_VERSION: u32 = 2;
+pub const FEATURES_VERSION: u32 = 3;
 
 /// The operators [`probe`] describes (attribute, function): a GEMM and a 3×3
 /// convolution with a bias and ReLU epilogue (two stages).
@@ -531,7 +532,7 @@ impl Profile {
 }
 
 /// Length of [`kernel_features`].
-const KERNEL_FEATURES: usize = 8;
+const KERNEL_FEATURES: usize = 10;
 
 /// What the memory curves leave out, from the plan's nest: the register
 /// tile (accumulators, lanes, arithmetic per load of the innermost
@@ -563,6 +564,11 @@ fn kernel_features(n: &NestShape, elem_bytes: f64) -> [f32; KERNEL_FEATURES] {
         slog(parallel),
         // Per thousand flops: the log scale resolves the small ratios then.
         slog(1e3 * n.scratch_elems * elem_bytes / n.total_flops.max(1.0)),
+        // The copies prefetched a slice ahead (`pack.N=4`, version 3): per
+        // thousand flops, and in bytes, which say whether a slice would come
+        // from memory. Without them `pack.N=4` and `pack.N=1` look the same.
+        slog(1e3 * n.prefetched_elems * elem_bytes / n.total_flops.max(1.0)),
+        slog(n.prefetched_elems * elem_bytes),
     ]
 }
 

@@ -181,9 +181,8 @@ fn the_first_batch_measures_the_corpus_configs_it_was_given() {
 
 /// A batch never measures two configs the model sees alike: they score the
 /// same, so a second one spends a measurement on a difference the model
-/// cannot rank while configs it ranks differently wait (`pack.N=4` is such a
-/// difference: the same plan as `pack.N=1` but for its prefetches, which the
-/// features do not describe).
+/// cannot rank while configs it ranks differently wait (`pack.N=4` was such a
+/// difference until features version 3 described its prefetches).
 #[test]
 fn a_batch_measures_one_of_the_configs_the_model_sees_alike() {
     let w = common::gemm(64, 64, 64);

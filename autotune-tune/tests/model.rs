@@ -98,7 +98,7 @@ fn curve_features_see_the_register_tile_and_the_overhang() {
     let f = Featurizer::new(&w, FeatureSet::Curve);
     let kernel = |text: &str| {
         let v = f.features(&text.parse().unwrap()).unwrap();
-        v[v.len() - 8..].to_vec()
+        v[v.len() - 10..].to_vec()
     };
     let knobs = "output.block.i=16 output.block.j=4 output.order=j-i output.pack.0=1 \
                  output.pack.1=1 output.parallel=1 output.split.k=64 output.unroll=4 \
@@ -119,6 +119,32 @@ fn curve_features_see_the_register_tile_and_the_overhang() {
         "overhang: {big:?}"
     );
     assert_eq!(small[3], 1.0, "no overhang: {small:?}");
+}
+
+/// A copy prefetched a slice ahead (`pack.N=4`) lowers to the same plan as
+/// the copy alone (`pack.N=1`) but for its prefetches: the last two kernel
+/// features tell them apart (features version 3), and stay zero where the
+/// nest reads no copy ahead.
+#[test]
+fn curve_features_see_a_copy_prefetched_ahead() {
+    let w = gemm(256, 256, 256);
+    let f = Featurizer::new(&w, FeatureSet::Curve);
+    let kernel = |pack: &str| {
+        let text = format!(
+            "output.block.i=4 output.block.j=4 output.order=j-i {pack} output.parallel=1 \
+             output.split.k=256 output.tile.i=6 output.tile.j=2 output.unroll=4 output.vector=j16"
+        );
+        let v = f.features(&text.parse().unwrap()).unwrap();
+        v[v.len() - 10..].to_vec()
+    };
+    let copy = kernel("output.pack.0=1 output.pack.1=1");
+    let ahead = kernel("output.pack.0=1 output.pack.1=4");
+    assert_eq!(copy[..8], ahead[..8], "the same plan otherwise");
+    assert_eq!(copy[8..], [0.0, 0.0], "{copy:?}");
+    let unlog = |x: f32| 2f64.powf(x as f64) - 1.0;
+    // B's copy, 256×256 floats, prefetched: 256 KB, 256 KB per 33.6 Mflop.
+    assert_eq!(unlog(ahead[9]).round(), 262_144.0, "{ahead:?}");
+    assert!(ahead[8] > 0.0, "{ahead:?}");
 }
 
 /// Rows of a synthetic problem whose true order is known: throughput falls with

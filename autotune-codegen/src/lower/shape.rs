@@ -77,6 +77,9 @@ pub struct NestShape {
     pub total_flops: f64,
     /// Elements of every buffer the kernel allocates (stages, copies, packs).
     pub scratch_elems: f64,
+    /// Elements of the main stage's copies whose next slice the register
+    /// tile prefetches while it reads one ([`crate::space::Read::PackAhead`]).
+    pub prefetched_elems: f64,
     /// Whether a consumer is computed in the main stage's store.
     pub fused: bool,
 }
@@ -161,6 +164,7 @@ pub(crate) fn naive_shape(op: &Operator, shapes: &[i64], s: usize) -> NestShape 
         unroll: 1,
         total_flops: 0.0,
         scratch_elems: 0.0,
+        prefetched_elems: 0.0,
         fused: false,
     }
 }

@@ -7,7 +7,7 @@ use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};
 
 use super::geometry::{ceil_div, known, product, reduction, Tiling};
-use super::nest::{copy_depth, outer_levels, OuterLevel};
+use super::nest::{ahead, copy_depth, outer_levels, OuterLevel};
 use super::operands::{Level, Operands, Source};
 use crate::loopnest::IExpr;
 use crate::lower::dims::Dims;
@@ -72,6 +72,7 @@ pub(crate) fn stage_shape(
     };
     let lanes = t.acc_lanes();
     let mut scratch = 0.0;
+    let mut prefetched = 0.0;
     let mut operands = Vec::new();
     for (i, site) in load_sites(&stage.body).into_iter().enumerate() {
         let Expr::Load { tensor, index, .. } = site else {
@@ -110,7 +111,14 @@ pub(crate) fn stage_shape(
                 direct(&loops, &covers, index, &dims, Storage::Copy)
             }
             Source::Packed { layout } => {
-                scratch += copied * known(&product(layout.iter().map(|l| &l.2))) as f64;
+                let elems = known(&product(layout.iter().map(|l| &l.2))) as f64;
+                scratch += copied * elems;
+                // Where the lowering prefetches the copy's next slice.
+                if read == Read::PackAhead
+                    && ahead(stage, &t, &order, plan, "", &layout, 1).is_some()
+                {
+                    prefetched += elems;
+                }
                 packed(&loops, &inner_loops, &covers, &layout)
             }
             Source::BlockPacked { layout } => {
@@ -175,6 +183,7 @@ pub(crate) fn stage_shape(
         unroll: u as usize,
         total_flops: 0.0,
         scratch_elems: scratch,
+        prefetched_elems: prefetched,
         fused: consumer.is_some(),
     }
 }
