@@ -11,6 +11,9 @@
 # all of them. Rerun it to make a model for another machine or ISA level:
 #   bash bench/corpus.sh                          # this CPU's best level
 #   AUTOTUNE_TUNE_ISA=avx2 bash bench/corpus.sh   # capped at AVX2
+#   OPS="max_pool3x3s2 row_max" bash bench/corpus.sh  # these operators only
+# A resumed workload counts only this CPU's trials, so resuming another CPU's
+# corpus here measures every workload again beside that CPU's records.
 # Writes the logs to $LOGS (default bench/corpus/<arch>-<isa>/), resuming what
 # is there, and the model to $MODEL (default
 # autotune-tune/models/<arch>-<isa>.json, the file builds use). Set MODEL=- to
@@ -49,6 +52,8 @@ report() {
     python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-40s %4d trials %8.1f GFLOP/s %6.1f s" % (r["workload"], r["trials"], r["best_gflops"] or 0, r["seconds"]))'
 }
 while read -r op n; do
+    # OPS="a b": only these operators (those a generator change re-made).
+    if [ -n "${OPS:-}" ] && ! grep -qw "$op" <<<"$OPS"; then continue; fi
     for ((spec = 0; spec < n; spec++)); do
         summary=$(tune --trials "$TRIALS")
         report <<<"$summary"

@@ -49,7 +49,8 @@ def merge_starts(knobs, config, stage, isa):
     vector = str(config[f"{stage}.vector"])
     vaxis = re.match(r"[a-z_]+?(?=\d+$)", vector)
     vaxis = vaxis.group(0) if vaxis and vector != "none" else None
-    vectors = int(config[f"{stage}.tile.{vaxis}"]) if vaxis else 1
+    # (Lanes along a reduction axis: no register tile of vectors.)
+    vectors = int(config.get(f"{stage}.tile.{vaxis}", 1)) if vaxis else 1
     regs = 32 if isa == "avx512" else 16
     # Accumulators beside a register per vector of weights and a broadcast.
     longest = max(1, min(16, (regs - vectors - 1) // vectors))
