@@ -1485,3 +1485,32 @@ fn a_constant_copy_is_prefetched_a_slice_ahead_of_its_loads() {
     assert_eq!((plain.prefetches, plain.lines_ahead), (0, 0));
     assert_eq!(plain.lines_loaded, ahead.lines_loaded);
 }
+
+/// A whole copy of a specialisation holds the tiles its extents need, not a
+/// block's nominal count: blocks of 16 tiles of 6 rows over 16 rows are 3
+/// tiles. (It held all 16, 6× the operand; a random conv config's copy came
+/// to 14 GB and ran past the test's time limit, CI seed 1415832539.)
+#[test]
+fn a_whole_copy_holds_no_more_tiles_than_the_extent_needs() {
+    let w = common::gemm(16, 64, 32);
+    let config: Config = "output.block.i=16 output.block.j=1 output.order=i-j output.pack.0=1 \
+                          output.pack.1=0 output.parallel=0 output.split.k=32 output.tile.i=6 \
+                          output.tile.j=1 output.unroll=1 output.vector=j16"
+        .parse()
+        .unwrap();
+    let plan = Space::new(&w.op, w.shapes()).plan(&w.op, &config).unwrap();
+    let kernel = autotune_codegen::lower::lower(
+        &w.op,
+        autotune_lang::mangle::Variant::Specialized(w.spec),
+        Some(&plan),
+        "k".to_string(),
+        "rt".to_string(),
+    );
+    let elems: Vec<i64> = kernel
+        .scratch
+        .iter()
+        .map(|s| s.elems.as_const().expect("a specialisation's copy"))
+        .collect();
+    // A's copy: 3 tiles of 6 rows by K = 32.
+    assert_eq!(elems, [3 * 6 * 32], "{:?}", kernel.scratch);
+}

@@ -680,10 +680,10 @@ impl Operands<'_> {
             layout.push((
                 a,
                 Level::Block,
-                if generic {
-                    tiles.min(t.ext[a].clone().ceil_div(t.tile[a]))
-                } else {
-                    tiles
+                match t.ext[a].as_const() {
+                    Some(e) => IExpr::Const(ceil_div(e, t.tile[a]).min(t.block[a])),
+                    None if generic => tiles.min(t.ext[a].clone().ceil_div(t.tile[a])),
+                    None => tiles,
                 },
             ));
         }
