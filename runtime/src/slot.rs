@@ -51,8 +51,9 @@ impl Drop for Slot {
         let mut b = *self.head.get_mut();
         while !b.is_null() {
             // SAFETY: each block on the list was allocated by a kernel with
-            // the runtime's allocator (which `free` releases) and added once; no call can be using the handle while it
-            // is dropped, so each is read and freed once, here.
+            // the runtime's allocator (which `free` releases) and added once;
+            // no call can be using the handle while it is dropped, so each is
+            // read and freed once, here.
             let next = unsafe { (*b).next };
             unsafe { free(b.cast()) };
             b = next;

@@ -672,18 +672,17 @@ impl Operands<'_> {
         for r in t.red.iter().filter(|r| involved(r.axis)) {
             layout.push((r.axis, Level::ReduceOuter, r.outer.clone()));
         }
-        // In the generic kernel a block or a reduction split may be larger than
-        // the call's extent: the pack holds only what the call fills.
+        // A block may hold more tiles than the extent has (a specialisation's
+        // or the call's, in the generic kernel): the pack holds only the tiles
+        // the extent fills. So may a reduction split, in the generic kernel.
         let generic = !t.known();
         for &a in order.iter().filter(|a| involved(**a)) {
-            let tiles = IExpr::Const(t.block[a]);
             layout.push((
                 a,
                 Level::Block,
                 match t.ext[a].as_const() {
                     Some(e) => IExpr::Const(ceil_div(e, t.tile[a]).min(t.block[a])),
-                    None if generic => tiles.min(t.ext[a].clone().ceil_div(t.tile[a])),
-                    None => tiles,
+                    None => IExpr::Const(t.block[a]).min(t.ext[a].clone().ceil_div(t.tile[a])),
                 },
             ));
         }
@@ -728,10 +727,8 @@ impl Operands<'_> {
             .filter_map(|(a, level, ext)| {
                 let n = match level {
                     Level::Outer | Level::ReduceOuter => return None,
-                    Level::Block => match t.ext[a].as_const() {
-                        Some(e) => ceil_div(e, t.tile[a]).min(t.block[a]),
-                        None => t.block[a],
-                    },
+                    // (The call's extent, in the generic kernel: a block's.)
+                    Level::Block => ext.as_const().unwrap_or(t.block[a]),
                     Level::ReduceInner => t.reduce_axis(a).map_or(1, |r| r.inner),
                     Level::Reg => known(&ext),
                 };
