@@ -14,7 +14,10 @@
 # - At the specialised shapes the generic kernel is timed beside the specialised one
 #   (`--spec I --cached`): what being generic costs.
 # - The conv is the ResNet-18 example's `conv3x3_relu` (3×3, stride 1, pad 1, + bias +
-#   ReLU) with the committed cache; the peers' convs have no epilogue.
+#   ReLU) with the committed cache; the peers' convs have no epilogue. It is timed again
+#   as bench/ops.rs declares it: the same operator and entries plus a bucket for rows of
+#   32-64 pixels (tuned over its range into bench/tuning-cache).
+# - ONLY=conv times the convs alone.
 # - Peers: OpenBLAS (Debian), the `gemm` and `matrixmultiply` crates (../shared/peers),
 #   oneDNN direct conv and im2col+OpenBLAS for the convs.
 set -euo pipefail
@@ -81,28 +84,35 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 $PIN "$BUILD/peak" 1 | grep fma
 echo "gemm shapes (MxNxK): $GEMMS"
 echo "conv 3x3 shapes (C,H,K): $CONVS"
-echo "# GEMM, GFLOP/s: shape generic naive"
-for s in $GEMMS; do
-  g=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
-  n=-
-  if small "$s"; then n=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --naive --samples 5 --dir "$BUILD/n" | rate); fi
-  echo "autotune $s $g $n"
-done
-echo "# GEMM at the specialised shapes, GFLOP/s: shape generic specialised"
-for e in $SPECIALISED; do
-  i=${e%%:*}; s=${e#*:}
-  g=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
-  p=$($PIN $AT bench $OPS --op gemm --spec "$i" $CACHE --samples 5 --dir "$BUILD/s" | rate)
-  echo "specialised $s $g $p"
-done
-echo "# GEMM peers"
-env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $GEMMS
-$PIN "$RUSTGEMM" gemm 1 $GEMMS
-MATMUL_NUM_THREADS=1 $PIN "$RUSTGEMM" mm 1 $GEMMS
+if [ "${ONLY:-}" != conv ]; then
+  echo "# GEMM, GFLOP/s: shape generic naive"
+  for s in $GEMMS; do
+    g=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
+    n=-
+    if small "$s"; then n=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --naive --samples 5 --dir "$BUILD/n" | rate); fi
+    echo "autotune $s $g $n"
+  done
+  echo "# GEMM at the specialised shapes, GFLOP/s: shape generic specialised"
+  for e in $SPECIALISED; do
+    i=${e%%:*}; s=${e#*:}
+    g=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
+    p=$($PIN $AT bench $OPS --op gemm --spec "$i" $CACHE --samples 5 --dir "$BUILD/s" | rate)
+    echo "specialised $s $g $p"
+  done
+  echo "# GEMM peers"
+  env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $GEMMS
+  $PIN "$RUSTGEMM" gemm 1 $GEMMS
+  MATMUL_NUM_THREADS=1 $PIN "$RUSTGEMM" mm 1 $GEMMS
+fi
 echo "# conv 3x3, GFLOP/s: C,H,K generic naive"
 for s in $CONVS; do
   g=$($PIN $AT bench $CONV_OPS --op conv3x3_relu --shape "$(conv_args "$s")" --generic $CONV_CACHE --samples 5 --dir "$BUILD/g" | rate)
   echo "autotune $s $g -"
+done
+echo "# conv 3x3 with a declared bucket for H = W = 32..=64, GFLOP/s: C,H,K bucketed"
+for s in $CONVS; do
+  g=$($PIN $AT bench $OPS --op conv3x3_relu --shape "$(conv_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
+  echo "bucketed $s $g"
 done
 echo "# conv 3x3 at the specialised shapes: C,H,K generic specialised"
 for e in $CONV_SPECIALISED; do

@@ -16,6 +16,7 @@ peak = float(re.search(r"per_core=([\d.]+)", text).group(1))
 section = None
 rows = {"gemm": [], "conv": []}
 spec = {"gemm": [], "conv": []}
+bucketed = {}  # conv shape -> GFLOP/s with bench/ops.rs's declared bucket
 for line in text.splitlines():
     if line.startswith("# GEMM, "):
         section = "gemm"
@@ -28,6 +29,8 @@ for line in text.splitlines():
     f = line.split()
     if f and f[0] == "autotune" and section in rows:
         rows[section].append((f[1], float(f[2]), None if f[3] == "-" else float(f[3])))
+    if f and f[0] == "bucketed":
+        bucketed[f[1]] = float(f[2])
     if f and f[0] == "specialised":
         spec[section.split("-")[0]].append((f[1], float(f[2]), float(f[3])))
 
@@ -36,17 +39,29 @@ def sizes(shape):
 
 print(f"FMA peak {peak} GFLOP/s (1 thread)\n")
 for kind in ("gemm", "conv"):
+    if not rows[kind]:
+        continue  # ONLY=conv
     names = sorted({p for (k, _), ps in peers.items() if k == kind for p in ps})
-    print(f"| {kind} | generic | naive | " + " | ".join(names) + " | generic / best peer |")
-    print("|---" * (len(names) + 4) + "|")
-    big, small = [], []
+    extra = kind == "conv" and bucketed
+    print(f"| {kind} | generic | naive | " + " | ".join(names) + " | generic / best peer |"
+          + (" with the bucket | / best peer |" if extra else ""))
+    print("|---" * (len(names) + 4 + 2 * bool(extra)) + "|")
+    big, small, with_bucket = [], [], []
     for shape, g, n in rows[kind]:
         ps = peers.get((kind, shape), {})
         best = max(ps.values()) if ps else None
         r = g / best if best else None
         (big if min(sizes(shape)) >= 64 else small).append(r)
         cells = " | ".join(f"{ps.get(p, float('nan')):.1f}" for p in names)
-        print(f"| {shape} | {g:.1f} | {'' if n is None else f'{n:.1f}'} | {cells} | {r:.2f}× |")
+        tail = ""
+        if extra:
+            b = bucketed[shape]
+            with_bucket.append(b / best)
+            tail = f" {b:.1f} | {b / best:.2f}× |"
+        print(f"| {shape} | {g:.1f} | {'' if n is None else f'{n:.1f}'} | {cells} | {r:.2f}× |{tail}")
+    if extra:
+        print(f"\nevery shape: median {statistics.median(big + small):.2f}× the best peer, lowest {min(big + small):.2f}×;"
+              f" with the bucket {statistics.median(with_bucket):.2f}×, lowest {min(with_bucket):.2f}×")
     if big:
         print(f"\nall sizes ≥ 64: median {statistics.median(big):.2f}× the best peer, lowest {min(big):.2f}× ({len(big)} shapes)")
     if small:

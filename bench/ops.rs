@@ -86,3 +86,31 @@ pub fn gemm_rows(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, 
 pub fn gemm_rows2(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
 }
+
+/// The ResNet-18 example's `conv3x3_relu` (the same IR, so the example's cache entries
+/// are its entries), plus a declared bucket for wide rows (issue 18): the example's
+/// configs put 16 output channels in a vector, which idles lanes wherever `K` is not a
+/// multiple of 16 (most of them below 48), while rows of 32 pixels or more fill vectors
+/// along the row. Its sweep chose row vectors; one bucket down to 7-pixel rows chose
+/// channel vectors, its narrow corner weighing as much as the rest
+/// (`bench/results/tune-conv-bucket-*`). `bench/generic.sh` times the generic kernel
+/// with and without it.
+#[tensor_op(
+    constant(w, b),
+    R = 3,
+    S = 3,
+    specialize(C = 64, H = 56, W = 56, K = 64),
+    specialize(C = 128, H = 28, W = 28, K = 128),
+    specialize(C = 256, H = 14, W = 14, K = 256),
+    specialize(C = 512, H = 7, W = 7, K = 512),
+    specialize(C = 8..=512, H = 32..=64, W = 32..=64, K = 8..=512)
+)]
+pub fn conv3x3_relu(
+    x: Tensor<f32, (C, H, W)>,
+    w: Tensor<f32, (K, C, R, S)>,
+    b: Tensor<f32, K>,
+) -> Tensor<f32, (K, H, W)> {
+    let y: Tensor<f32, (K, H, W)> =
+        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+    compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+}

@@ -103,9 +103,9 @@ enum Command {
         /// variable) instead of a specialisation's.
         #[arg(long, value_name = "VAR=SIZE,...")]
         shape: Option<String>,
-        /// Time the generic kernel as a build ships it (the config of the
-        /// operator's largest specialisation: the cached one with --cached),
-        /// called at the shapes.
+        /// Time the generic kernel as a build ships it (a tiled kernel per
+        /// specialisation's config, the cached ones with --cached, dispatched
+        /// on the call's sizes), called at the shapes.
         #[arg(long, conflicts_with = "config")]
         generic: bool,
         /// Time the generic kernel with the default schedule (plain loops).
