@@ -1,0 +1,101 @@
+"""Search this CPU's cache entries of some operators again, keeping a new config only
+where an alternating A/B against the entry confirms it (issue 19: entries tuned with
+few trials under an older generator).
+
+  python3 bench/retune_ab.py LOG OP...          # the ResNet-18 example's operators
+
+For each entry of this CPU (vendor-family-model) at its best ISA level: TRIALS (48)
+trials of xgb-rank with transfer started from the entry (`--start`, saved where the
+tuner's re-timing beats it), then, where the config changed, ROUNDS (3) alternating
+rounds of `cargo autotune bench --config` of the entry's config and the new one; the
+entry is put back unless the new median is at least 2% faster. Everything goes to LOG.
+CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache.
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+AT = os.environ.get("CARGO_AUTOTUNE", os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release/cargo-autotune"))
+FILE = os.environ.get("FILE", "examples/resnet18/src/ops.rs")
+CACHE = os.environ.get("CACHE", "tuning-cache")
+TRIALS = os.environ.get("TRIALS", "48")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+GAIN = 1.02
+
+
+def cpu():
+    info = open("/proc/cpuinfo").read()
+    field = lambda k: re.search(rf"^{k}\s*: (.*)$", info, re.M).group(1)
+    isa = "avx512" if " avx512f" in field("flags") else "avx2"
+    return f'{field("vendor_id")}-{field("cpu family")}-{field("model")}', isa
+
+
+def entries(text):  # the header and the `[[entry]]` blocks of a cache file
+    head, *blocks = text.split("[[entry]]")
+    return head, blocks
+
+
+def key(block):
+    field = lambda k: re.search(rf"^{k} = (.*)$", block, re.M).group(1)
+    return tuple(field(k) for k in ("workload_id", "target", "cpu_id", "threads"))
+
+
+def config(block):
+    pairs = re.findall(r'^"([^"]+)" = (.*)$', block[block.index("[entry.config]"):], re.M)
+    return " ".join(k + "=" + v.strip('"') for k, v in pairs)
+
+
+def main():
+    log = open(sys.argv[1], "a")
+    say = lambda line: print(line, file=log, flush=True)
+    cpu_id, isa = cpu()
+    src = open(FILE).read()
+    for op in sys.argv[2:]:
+        path = f"{CACHE}/{op}.toml"
+        attr = src[: src.index(f"pub fn {op}(")].rsplit("#[tensor_op(", 1)[1]
+        specs = [tuple(int(v) for v in re.findall(r"= *(\d+)", s)) for s in re.findall(r"specialize\(([^)]*)\)", attr)]
+        for entry in entries(open(path).read())[1]:
+            wid, target, cpu_of, threads = key(entry)
+            if cpu_id not in cpu_of or not target.endswith(f'/{isa}"'):
+                continue
+            shape = tuple(int(x) for x in wid.strip('"').split(":")[2].split(","))
+            spec = next(i for i, s in enumerate(specs) if shape[: len(s)] == s)
+            old = config(entry)
+            start = f"/tmp/retune-ab-start.txt"
+            open(start, "w").write(old + "\n")
+            say(f"== {op} spec {spec} {shape} {threads} thread(s)")
+            out = subprocess.run([AT, "autotune", "tune", "--file", FILE, "--cache", CACHE, "--op", op, "--spec", str(spec),
+                                  "--threads", threads, "--tuner", "xgb-rank", "--trials", TRIALS, "--start", start,
+                                  "--log", f"/tmp/retune-ab-{op}-{spec}-{threads}.jsonl", "--dir", "/tmp/retune-ab", "--save"],
+                                 capture_output=True, text=True)
+            for line in (out.stdout + out.stderr).splitlines():
+                if line.startswith(("best", "confirmed", op, "Error", "error")):
+                    say("  " + line)
+            head, blocks = entries(open(path).read())
+            i = next(i for i, b in enumerate(blocks) if key(b) == key(entry))
+            new = config(blocks[i])
+            put_back = new == old
+            if new != old:
+                res = {"old": [], "new": []}
+                for r in range(ROUNDS):
+                    for v, c in (("old", old), ("new", new)):
+                        pin = ["taskset", "-c", "1"] if threads == "1" else []
+                        o = subprocess.run(pin + [AT, "autotune", "bench", "--file", FILE, "--op", op, "--spec", str(spec),
+                                                  "--threads", threads, "--config", c, "--dir", f"/tmp/retune-ab-{v}"],
+                                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
+                        res[v].append(float(o.split()[0]))
+                        say(f"  round {r + 1} {v} {o}")
+                o, n = statistics.median(res["old"]), statistics.median(res["new"])
+                put_back = n < GAIN * o
+                say(f"  {'entry put back' if put_back else 'new config kept'}: {o:.1f} -> {n:.1f} ({n / o:.3f}x)")
+            else:
+                say("  kept the entry")
+            if put_back:  # the entry as it was, figures and all
+                blocks[i] = entry
+                open(path, "w").write(head + "[[entry]]".join([""] + blocks))
+
+
+if __name__ == "__main__":
+    main()
