@@ -9,7 +9,8 @@ trials of xgb-rank with transfer started from the entry (`--start`, saved where 
 tuner's re-timing beats it), then, where the config changed, ROUNDS (3) alternating
 rounds of `cargo autotune bench --config` of the entry's config and the new one; the
 entry is put back unless the new median is at least 2% faster. Everything goes to LOG.
-CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache.
+CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache; THREADS
+("1 2") the entries' thread counts.
 """
 import os
 import re
@@ -22,6 +23,7 @@ FILE = os.environ.get("FILE", "examples/resnet18/src/ops.rs")
 CACHE = os.environ.get("CACHE", "tuning-cache")
 TRIALS = os.environ.get("TRIALS", "48")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
+THREADS = os.environ.get("THREADS", "1 2").split()
 GAIN = 1.02
 
 
@@ -37,8 +39,8 @@ def entries(text):  # the header and the `[[entry]]` blocks of a cache file
     return head, blocks
 
 
-def key(block):
-    field = lambda k: re.search(rf"^{k} = (.*)$", block, re.M).group(1)
+def key(block):  # an older entry may lack a field (its CPU id)
+    field = lambda k: (re.search(rf"^{k} = (.*)$", block, re.M) or [None, ""])[1]
     return tuple(field(k) for k in ("workload_id", "target", "cpu_id", "threads"))
 
 
@@ -58,10 +60,19 @@ def main():
         specs = [tuple(int(v) for v in re.findall(r"= *(\d+)", s)) for s in re.findall(r"specialize\(([^)]*)\)", attr)]
         for entry in entries(open(path).read())[1]:
             wid, target, cpu_of, threads = key(entry)
-            if cpu_id not in cpu_of or not target.endswith(f'/{isa}"'):
+            # This CPU's exact specialisations at its best level (a bucket is tuned
+            # over its range: `cargo autotune tune` on it, not an A/B at one shape).
+            if cpu_id not in cpu_of or not target.endswith(f'/{isa}"') or ":0=" in wid or threads not in THREADS:
                 continue
             shape = tuple(int(x) for x in wid.strip('"').split(":")[2].split(","))
-            spec = next(i for i, s in enumerate(specs) if shape[: len(s)] == s)
+            # The id lists sizes in the IR's variable order, the attribute in its
+            # own (`gemm`: M, K, N against M, N, K): the same sizes, in either order.
+            found = [i for i, s in enumerate(specs) if shape[: len(s)] == s] or [
+                i for i, s in enumerate(specs) if sorted(shape[: len(s)]) == sorted(s)]
+            if len(found) != 1:
+                say(f"== {op} {shape}: no single specialisation has these sizes; skipped")
+                continue
+            spec = found[0]
             old = config(entry)
             start = f"/tmp/retune-ab-start.txt"
             open(start, "w").write(old + "\n")
