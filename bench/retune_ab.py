@@ -62,7 +62,7 @@ def main():
             wid, target, cpu_of, threads = key(entry)
             # This CPU's exact specialisations at its best level (a bucket is tuned
             # over its range: `cargo autotune tune` on it, not an A/B at one shape).
-            if cpu_id not in cpu_of or not target.endswith(f'/{isa}"') or ":0=" in wid or threads not in THREADS:
+            if cpu_id not in cpu_of or not target.endswith(f'/{isa}"') or wid.count(":") > 2 or threads not in THREADS:
                 continue
             shape = tuple(int(x) for x in wid.strip('"').split(":")[2].split(","))
             # The id lists sizes in the IR's variable order, the attribute in its
@@ -74,7 +74,7 @@ def main():
                 continue
             spec = found[0]
             old = config(entry)
-            start = f"/tmp/retune-ab-start.txt"
+            start = "/tmp/retune-ab-start.txt"
             open(start, "w").write(old + "\n")
             say(f"== {op} spec {spec} {shape} {threads} thread(s)")
             out = subprocess.run([AT, "autotune", "tune", "--file", FILE, "--cache", CACHE, "--op", op, "--spec", str(spec),
