@@ -74,6 +74,8 @@ gemm_args() { IFS=x read -r m n k <<<"$1"; echo "M=$m,N=$n,K=$k"; }
 conv_args() { IFS=, read -r c h k <<<"$1"; echo "C=$c,H=$h,W=$h,K=$k"; }
 small() { for v in $(echo "$1" | tr 'x,' '  '); do ((v < 16)) && return 0; done; return 1; }
 rate() { tail -1 | awk '{print $1}'; }
+# GFLOP/s of the generic kernel as a build ships it: generic OPS CACHE OP SIZES.
+generic() { $PIN $AT bench $1 --op "$3" --shape "$4" --generic $2 --samples 5 --dir "$BUILD/g" | rate; }
 
 PIN="taskset -c 1"
 exec > >(tee "$OUT") 2>&1
@@ -87,7 +89,7 @@ echo "conv 3x3 shapes (C,H,K): $CONVS"
 if [ "${ONLY:-}" != conv ]; then
   echo "# GEMM, GFLOP/s: shape generic naive"
   for s in $GEMMS; do
-    g=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
+    g=$(generic "$OPS" "$CACHE" gemm "$(gemm_args "$s")")
     n=-
     if small "$s"; then n=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --naive --samples 5 --dir "$BUILD/n" | rate); fi
     echo "autotune $s $g $n"
@@ -95,7 +97,7 @@ if [ "${ONLY:-}" != conv ]; then
   echo "# GEMM at the specialised shapes, GFLOP/s: shape generic specialised"
   for e in $SPECIALISED; do
     i=${e%%:*}; s=${e#*:}
-    g=$($PIN $AT bench $OPS --op gemm --shape "$(gemm_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
+    g=$(generic "$OPS" "$CACHE" gemm "$(gemm_args "$s")")
     p=$($PIN $AT bench $OPS --op gemm --spec "$i" $CACHE --samples 5 --dir "$BUILD/s" | rate)
     echo "specialised $s $g $p"
   done
@@ -106,18 +108,18 @@ if [ "${ONLY:-}" != conv ]; then
 fi
 echo "# conv 3x3, GFLOP/s: C,H,K generic naive"
 for s in $CONVS; do
-  g=$($PIN $AT bench $CONV_OPS --op conv3x3_relu --shape "$(conv_args "$s")" --generic $CONV_CACHE --samples 5 --dir "$BUILD/g" | rate)
+  g=$(generic "$CONV_OPS" "$CONV_CACHE" conv3x3_relu "$(conv_args "$s")")
   echo "autotune $s $g -"
 done
 echo "# conv 3x3 with a declared bucket for H = W = 32..=64, GFLOP/s: C,H,K bucketed"
 for s in $CONVS; do
-  g=$($PIN $AT bench $OPS --op conv3x3_relu --shape "$(conv_args "$s")" --generic $CACHE --samples 5 --dir "$BUILD/g" | rate)
+  g=$(generic "$OPS" "$CACHE" conv3x3_relu "$(conv_args "$s")")
   echo "bucketed $s $g"
 done
 echo "# conv 3x3 at the specialised shapes: C,H,K generic specialised"
 for e in $CONV_SPECIALISED; do
   i=${e%%:*}; s=${e#*:}
-  g=$($PIN $AT bench $CONV_OPS --op conv3x3_relu --shape "$(conv_args "$s")" --generic $CONV_CACHE --samples 5 --dir "$BUILD/g" | rate)
+  g=$(generic "$CONV_OPS" "$CONV_CACHE" conv3x3_relu "$(conv_args "$s")")
   p=$($PIN $AT bench $CONV_OPS --op conv3x3_relu --spec "$i" $CONV_CACHE --samples 5 --dir "$BUILD/s" | rate)
   echo "specialised $s $g $p"
 done

@@ -57,26 +57,26 @@ def main():
     for op in sys.argv[2:]:
         path = f"{CACHE}/{op}.toml"
         attr = src[: src.index(f"pub fn {op}(")].rsplit("#[tensor_op(", 1)[1]
-        specs = [tuple(int(v) for v in re.findall(r"= *(\d+)", s)) for s in re.findall(r"specialize\(([^)]*)\)", attr)]
+        # Each specialisation's exact sizes by name (buckets are skipped below).
+        specs = [dict(re.findall(r"(\w+) *= *(\d+)\s*(?:,|$)", s)) for s in re.findall(r"specialize\(([^)]*)\)", attr)]
         for entry in entries(open(path).read())[1]:
             wid, target, cpu_of, threads = key(entry)
             # This CPU's exact specialisations at its best level (a bucket is tuned
             # over its range: `cargo autotune tune` on it, not an A/B at one shape).
             if cpu_id not in cpu_of or not target.endswith(f'/{isa}"') or wid.count(":") > 2 or threads not in THREADS:
                 continue
-            shape = tuple(int(x) for x in wid.strip('"').split(":")[2].split(","))
-            # The id lists sizes in the IR's variable order, the attribute in its
-            # own (`gemm`: M, K, N against M, N, K): the same sizes, in either order.
-            found = [i for i, s in enumerate(specs) if shape[: len(s)] == s] or [
-                i for i, s in enumerate(specs) if sorted(shape[: len(s)]) == sorted(s)]
+            # The entry's readable name spells its sizes: `gemm[M127 K511 N255]`.
+            name = re.search(r'^workload = "[^[]*\[(.*)\]"', entry, re.M).group(1)
+            shape = dict(re.findall(r"([A-Za-z_]\w*?)(\d+)(?: |$)", name))
+            found = [i for i, s in enumerate(specs) if s == shape]
             if len(found) != 1:
-                say(f"== {op} {shape}: no single specialisation has these sizes; skipped")
+                say(f"== {op} {name}: no specialisation has these sizes; skipped")
                 continue
             spec = found[0]
             old = config(entry)
             start = "/tmp/retune-ab-start.txt"
             open(start, "w").write(old + "\n")
-            say(f"== {op} spec {spec} {shape} {threads} thread(s)")
+            say(f"== {op} spec {spec} [{name}] {threads} thread(s)")
             out = subprocess.run([AT, "autotune", "tune", "--file", FILE, "--cache", CACHE, "--op", op, "--spec", str(spec),
                                   "--threads", threads, "--tuner", "xgb-rank", "--trials", TRIALS, "--start", start,
                                   "--log", f"/tmp/retune-ab-{op}-{spec}-{threads}.jsonl", "--dir", "/tmp/retune-ab", "--save"],
