@@ -2,8 +2,9 @@
 //! (checked against the reference, then timed), and every trial is appended to a
 //! record log (JSON lines) that a later run resumes from.
 //!
-//! The default config is always measured first, so a tuned result is never
-//! slower than the untuned one. [`TuningSession`] is a whole run as `cargo
+//! The default config is always measured, in the first batch (last, where its
+//! slow calls are cut short), so a tuned result is never slower than the
+//! untuned one. [`TuningSession`] is a whole run as `cargo
 //! build` and `cargo autotune tune` both do it: the tuner from a
 //! [`TunerSpec`] (with a fallback to a black-box tuner, announced, where the
 //! cost model is not built in), the history to learn from, and the loop.
@@ -257,17 +258,20 @@ pub fn tune(
             break;
         }
         let t0 = Instant::now();
-        let mut proposal = Vec::new();
         let default_index = space
             .index_of(&default)
             .expect("the default is in the space");
-        if !measured.contains(&default_index) {
+        let default_due = !measured.contains(&default_index);
+        let mut seen = measured.clone();
+        seen.insert(default_index);
+        let want = opts.batch.max(1).min(left) - usize::from(default_due);
+        let mut proposal = tuner.propose(&space, want, &seen);
+        // The default is timed last in its batch: where it is far behind the
+        // batch's best, as it mostly is, two samples tell (`GIVE_UP_BEHIND`);
+        // timed first, with no best to compare, its slow calls ran in full.
+        if default_due {
             proposal.push(default_index);
         }
-        let mut seen = measured.clone();
-        seen.extend(proposal.iter().copied());
-        let want = opts.batch.max(1).min(left).saturating_sub(proposal.len());
-        proposal.extend(tuner.propose(&space, want, &seen));
         summary.tuner += t0.elapsed();
         if proposal.is_empty() {
             break; // the space is spent, or the tuner is done (its notes say why)
@@ -281,8 +285,10 @@ pub fn tune(
         summary.compile += t1.elapsed();
         let mut results = Vec::new();
         for (k, (i, config)) in proposal.iter().zip(configs).enumerate() {
-            if opts.time.is_some_and(|t| start.elapsed() >= t) {
-                break;
+            // Out of time, the batch skips to its end: the default, if it
+            // closes the batch, is still measured.
+            if *i != default_index && opts.time.is_some_and(|t| start.elapsed() >= t) {
+                continue;
             }
             // Configs far behind the best so far are timed with fewer samples.
             let give_up = summary
@@ -383,9 +389,12 @@ fn contenders(
 /// times each, and returns the one with the best median. On a shared host
 /// the best of many single measurements is as often the config timed in a
 /// calm moment as the fastest one (the winner's curse); interleaved rounds
-/// give every contender the same moments. A contender that fails now is
-/// left out; `None` where none ran. The first `near` are there for measuring
-/// near the best, the others were kept.
+/// give every contender the same moments. A contender [`GIVE_UP_BEHIND`] the
+/// search's best figure is timed with two samples a round, as in the search:
+/// a kept default schedule mostly is, 5-30 times, and timed in full it took
+/// most of the re-timing (about 1.1 of 1.6 s on a 512-channel conv). A contender
+/// that fails now is left out; `None` where none ran. The first `near` are
+/// there for measuring near the best, the others were kept.
 fn confirm(
     w: &Workload,
     harness: &Harness,
@@ -399,10 +408,13 @@ fn confirm(
         .map(|(c, _)| Candidate::Config(c.clone()))
         .collect();
     let batch = harness.build(&candidates, &opts.dir.join("confirm"))?;
+    let give_up = contenders
+        .first()
+        .map(|(_, g)| GIVE_UP_BEHIND * w.flops() / (g * 1e9));
     let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
     for _ in 0..CONFIRM_ROUNDS {
         for (k, times) in seconds.iter_mut().enumerate() {
-            match batch.time(k, &opts.timing) {
+            match batch.time_unless_behind(k, &opts.timing, give_up) {
                 Ok(t) => times.push(t.median),
                 Err(e) if e.class() == ErrorClass::Harness => return Err(e.into()),
                 Err(_) => {}

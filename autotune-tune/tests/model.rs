@@ -283,7 +283,7 @@ fn a_tiny_model_guided_run_completes() {
     let log = record::load_log(&dir.join("records.jsonl")).unwrap();
     assert_eq!(t.name(), "xgb-rank");
     assert!(log.iter().all(|r| r.tuner == "xgb-rank"));
-    // The seed is measured in the first batch, after the default.
+    // The seed is measured in the first batch (the default closes it).
     let seeded = space.sensible(&seed_config);
     assert_eq!(log[..6].iter().any(|r| r.config == seed_config), seeded);
 }

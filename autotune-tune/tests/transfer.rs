@@ -142,7 +142,7 @@ fn a_transfer_run_completes_and_starts_from_the_history() {
     assert_eq!(s.trials, 12);
     assert!(s.best.is_some() && s.errors.is_empty(), "{:?}", s.errors);
     let log = record::load_log(&dir.join("new.jsonl")).unwrap();
-    // The first batch: the default config, then the history's best.
+    // The first batch: the history's best, then the default config.
     assert!(log[..6].iter().any(|r| r.config == seeds[0]));
 }
 

@@ -141,6 +141,27 @@ fn a_candidate_built_before_is_not_compiled_again() {
     }
 }
 
+/// The default closes the first batch, so that the configs measured before it
+/// set the best its slow calls are compared with (two samples where it is far
+/// behind), and the next batch does not measure it again.
+#[test]
+fn the_default_closes_the_first_batch() {
+    let w = workload(16, 24, 8);
+    let dir = scratch("tune-default-last");
+    let mut opts = options(&dir);
+    opts.trials = 8;
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(5), &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(s.trials, 8);
+    let default =
+        Space::new(&w.op, w.shapes()).default_config_for(&w.op, w.shapes(), opts.target.isa);
+    let log = record::load_log(&dir.join("records.jsonl")).unwrap();
+    let at: Vec<usize> = (0..log.len())
+        .filter(|&i| log[i].config == default)
+        .collect();
+    assert_eq!(at, [opts.batch - 1], "once, last of the first batch");
+    assert!(s.default_gflops.is_some());
+}
+
 #[test]
 fn a_run_resumes_from_its_log() {
     let w = workload(16, 24, 8);
@@ -151,7 +172,7 @@ fn a_run_resumes_from_its_log() {
     assert_eq!((first.trials, first.resumed), (5, 0));
     assert!(
         first.default_gflops.is_some(),
-        "the default config is measured first"
+        "the default config is measured in the first batch"
     );
     opts.trials = 9;
     let mut seen = 0;
