@@ -1,8 +1,9 @@
 //! The few-shot search: a pre-trained model's picks are measured a batch at a
 //! time, and the search stops once the measured best is what the model
 //! expects; where the model's scores do not track the measurements, it runs
-//! its budget and says it cannot judge. Measurements here are synthetic (a
-//! known function of the config), so nothing is compiled.
+//! until two batches gain little, or its budget, and says it cannot judge.
+//! Measurements here are synthetic (a known function of the config), so
+//! nothing is compiled.
 
 use std::collections::HashSet;
 
@@ -142,6 +143,23 @@ fn a_model_whose_scores_do_not_track_the_measurements_runs_its_budget() {
     assert!(notes.contains("do not track"), "{notes}");
     // The note counts every trial, not those before the last judgement.
     assert!(notes.contains("after 32 trials"), "{notes}");
+}
+
+/// Where the model cannot judge and the measurements stop improving, the
+/// search stops on them alone: two batches past the first that gained nothing
+/// end it after three (24 trials), and the note says how far it is from
+/// converged is unknown.
+#[test]
+fn a_search_the_model_cannot_judge_stops_when_two_batches_gain_little() {
+    let (trials, t) = run(|_| 1.0, 64);
+    assert_eq!(trials, 24);
+    let outlook = t.outlook().expect("the search judged its progress");
+    assert!(outlook.stopped && outlook.expected.is_none(), "{outlook:?}");
+    let notes = t.notes().join("\n");
+    assert!(
+        notes.contains("stopped after 24 trials") && notes.contains("do not track"),
+        "{notes}"
+    );
 }
 
 /// Configs carried from a model's corpus are measured in the first batch and
