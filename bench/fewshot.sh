@@ -34,6 +34,13 @@ TUNERS=${TUNERS-"xgb-rank genetic random"}
 OUT=${OUT:-$ROOT/bench/results/fewshot-$(date +%Y%m%d-%H%M%S)}
 autotune_cli
 export AUTOTUNE_HISTORY=""
+# A packed corpus (its raw.tar.xz, as committed) is read from a scratch copy.
+if [ -f "$CORPUS/raw.tar.xz" ]; then
+    unpacked=$(mktemp -d /tmp/autotune-fewshot-corpus.XXXXXX)
+    trap 'rm -rf "$unpacked"' EXIT
+    tar -xJf "$CORPUS/raw.tar.xz" -C "$unpacked"
+    CORPUS=$unpacked
+fi
 mkdir -p "$OUT/models"
 exec > >(tee -a "$OUT/run.log") 2>&1
 echo "# fewshot $(date -Is); $(lscpu | grep 'Model name' | xargs), $(nproc) vCPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -821,8 +821,8 @@ pub const FEW_SHOT_BATCH: usize = 8;
 pub const FEW_SHOT_WITHIN: f64 = 0.05;
 
 /// Where the model's scores do not track a workload's measurements, a
-/// few-shot search stops once two batches in a row improved its best by less
-/// than this. Those searches ran their whole budget (48 trials in a cold
+/// few-shot search stops once its last two batches together improved its
+/// best by less than this. Those searches ran their whole budget (48 trials in a cold
 /// build), bred from the measured configs; replayed on five such runs of
 /// ResNet-18's layers, the rule would have stopped them after 24-40 trials
 /// with the best within 2.3% of the budget's (docs/experiments.md).
@@ -843,10 +843,11 @@ pub const FEW_SHOT_PRIOR: f64 = 0.6;
 /// past the first improved the best by less than `stop_within` (e.g.
 /// [`FEW_SHOT_WITHIN`]) and the measured best is within that of what the
 /// model expects, or, where the model's scores do not track the
-/// measurements, once two did by less than [`FEW_SHOT_STALL`]. `history` adds seeds (the best configs of the
-/// most similar past workloads), not a model; so does `corpus` (configs of
-/// the model's corpus carried to this workload, with the workload each came
-/// from: [`crate::pretrained::Loaded::seeds_for`]), after the others.
+/// measurements, once two did by less than [`FEW_SHOT_STALL`]. `history`
+/// adds seeds (the best configs of the most similar past workloads), not a
+/// model; so does `corpus` (configs of the model's corpus carried to this
+/// workload, with the workload each came from:
+/// [`crate::pretrained::Loaded::seeds_for`]), after the others.
 #[allow(clippy::too_many_arguments)]
 pub fn few_shot(
     w: &Workload,

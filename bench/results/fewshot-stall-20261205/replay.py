@@ -1,3 +1,11 @@
+"""Replays stopping rules on the few-shot runs' record logs of run.sh (unpacked from
+raw.tar.xz when they are not here): per run, whether the model's scores tracked, its
+trials and best, and for each rule (share, window of trials) the trial it would have
+stopped at and the best by then as a share of the run's final best."""
+import subprocess
+HERE = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
+if not __import__("glob").glob(HERE + "/*.jsonl"):
+    subprocess.run(["tar", "-xJf", HERE + "/raw.tar.xz", "-C", HERE], check=True)
 import json,glob,os
 def curve(path):
     best=0;c=[]
@@ -6,7 +14,7 @@ def curve(path):
         best=max(best,g); c.append(best)
     return c
 rows=[]
-for d in sorted(glob.glob('bench/results/fewshot-stall-20261205/*.jsonl')):
+for d in sorted(glob.glob(HERE+'/*.jsonl')):
     name=os.path.basename(d)[:-len('.jsonl')]
     err=open(d[:-len('.jsonl')]+'.notes').read()
     tracks='do not track' not in err
