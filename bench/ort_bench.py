@@ -94,12 +94,17 @@ def layer(c, h, k, r, stride, pad, relu, rng):
     return g.model("x", y, [1, c, h, h], [1, k, o, o])
 
 
-def session(model, threads):
+def session(model, threads, profile=None):
+    """A session as every figure here is timed with; `profile`: a file prefix for
+    ONNX Runtime's profiler (bench/ort_profile.py)."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile
     return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
