@@ -19,6 +19,9 @@ import onnxruntime as ort
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ort_bench import load, resnet18, session  # noqa: E402
 
+# Passes run before the timed ones, and left out of every median.
+WARMUP = 5
+
 
 def main():
     model_dir, threads = sys.argv[1], int(sys.argv[2])
@@ -27,12 +30,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         s = session(resnet18(load(model_dir)), threads, profile=os.path.join(tmp, "ort"))
         name = s.get_inputs()[0].name
-        # Five warm-up passes, then the timed ones; the profile holds all, the
-        # warm-up's left out below.
-        for _ in range(5 + passes):
+        # The profile holds the warm-up passes too; they are left out below.
+        for _ in range(WARMUP + passes):
             s.run(None, {name: x})
         events = json.load(open(s.end_profiling()))
-    runs = [e["dur"] for e in events if e.get("name") == "model_run"][5:]
+    runs = [e["dur"] for e in events if e.get("name") == "model_run"][WARMUP:]
     nodes = {}
     order = []
     for e in events:
@@ -48,7 +50,7 @@ def main():
     total = 0.0
     for n in order:
         op, durs = nodes[n]
-        med = statistics.median(durs[5:] if len(durs) > 5 else durs) / 1000
+        med = statistics.median(durs[WARMUP:] if len(durs) > WARMUP else durs) / 1000
         total += med
         print(f"{n:40s} {op:22s} {med:8.3f} ms")
     print(f"# sum of the nodes' medians {total:.3f} ms")

@@ -174,6 +174,12 @@ impl std::fmt::Display for Confirmation {
 /// trial's seconds a call stops timing there (`Batch::time_unless_behind`).
 pub const GIVE_UP_BEHIND: f64 = 2.0;
 
+/// The seconds a call of `w` past which a config is [`GIVE_UP_BEHIND`] one
+/// measured at `gflops` (`Batch::time_unless_behind`'s limit).
+fn give_up_above(w: &Workload, gflops: f64) -> f64 {
+    GIVE_UP_BEHIND * w.flops() / (gflops * 1e9)
+}
+
 /// Configs measured within this share of the best are re-timed with it.
 pub const CONFIRM_WITHIN: f64 = 0.10;
 
@@ -291,10 +297,7 @@ pub fn tune(
                 continue;
             }
             // Configs far behind the best so far are timed with fewer samples.
-            let give_up = summary
-                .best
-                .as_ref()
-                .map(|(_, g)| GIVE_UP_BEHIND * w.flops() / (g * 1e9));
+            let give_up = summary.best.as_ref().map(|(_, g)| give_up_above(w, *g));
             let outcome = batch
                 .check(k, &opts.timing)
                 .and_then(|_| batch.time_unless_behind(k, &opts.timing, give_up));
@@ -408,9 +411,7 @@ fn confirm(
         .map(|(c, _)| Candidate::Config(c.clone()))
         .collect();
     let batch = harness.build(&candidates, &opts.dir.join("confirm"))?;
-    let give_up = contenders
-        .first()
-        .map(|(_, g)| GIVE_UP_BEHIND * w.flops() / (g * 1e9));
+    let give_up = contenders.first().map(|(_, g)| give_up_above(w, *g));
     let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
     for _ in 0..CONFIRM_ROUNDS {
         for (k, times) in seconds.iter_mut().enumerate() {
