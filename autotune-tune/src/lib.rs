@@ -20,6 +20,7 @@
 //! This crate reads no environment variable: callers pass what they read
 //! (thread count, per-user store, ISA cap) in.
 
+pub mod compile_cost;
 pub mod features;
 pub mod history;
 pub mod measure;

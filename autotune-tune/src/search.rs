@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use autotune_codegen::{Config, Space, Workload};
+use autotune_codegen::{Config, Isa, Space, Workload};
+
+use crate::compile_cost::SourceSizes;
 
 use crate::features::{FeatureSet, Featurizer};
 use crate::history::{History, Reached};
@@ -135,6 +137,9 @@ pub struct ModelTuner {
     /// What the nearest past workload of the operator reached (few-shot): the
     /// search does not stop while its best is under [`FEW_SHOT_PRIOR`] of it.
     prior: Option<Reached>,
+    /// The candidates' C sizes, where the search knows the level they are
+    /// compiled at: a large one is measured after every other.
+    sizes: Option<SourceSizes>,
 }
 
 /// What the model, calibrated on the measured trials, expects of the best
@@ -187,6 +192,7 @@ impl ModelTuner {
             bests: Vec::new(),
             carried: Vec::new(),
             prior: None,
+            sizes: None,
         }
     }
 
@@ -199,6 +205,13 @@ impl ModelTuner {
     /// ([`History::reached`]): a few-shot search does not stop far below it.
     pub fn with_prior(mut self, prior: Option<Reached>) -> ModelTuner {
         self.prior = prior;
+        self
+    }
+
+    /// Candidates are compiled at `isa`: one whose C is far larger than the
+    /// measured configs' ([`crate::compile_cost`]) is measured after every other.
+    pub fn compiled_at(mut self, w: &Workload, isa: Isa) -> ModelTuner {
+        self.sizes = Some(SourceSizes::new(w, isa));
         self
     }
 
@@ -416,8 +429,16 @@ impl ModelTuner {
     /// every other: it scores the same, and measuring it spends a slot on a
     /// difference the models cannot rank (`pack.N=4` against `pack.N=1`: the
     /// features do not describe prefetches), while its new knob value would
-    /// have put it first.
-    fn pick_diverse(&self, space: &Space, cands: &[(u128, f32)], n: usize) -> Vec<u128> {
+    /// have put it first. So does a candidate whose C is large
+    /// ([`crate::compile_cost`]): slow to compile, and rarely the best.
+    pub(crate) fn pick_diverse(
+        &mut self,
+        space: &Space,
+        cands: &[(u128, f32)],
+        n: usize,
+    ) -> Vec<u128> {
+        let ids: Vec<u128> = cands.iter().map(|c| c.0).collect();
+        let large = self.large(space, &ids);
         let (lo, hi) = cands
             .iter()
             .fold((f32::MAX, f32::MIN), |(l, h), c| (l.min(c.1), h.max(c.1)));
@@ -442,6 +463,9 @@ impl ModelTuner {
                     if seen.contains(looks[c].as_slice()) {
                         gain -= 2.0;
                     }
+                    if large[c] {
+                        gain -= 2.0;
+                    }
                     (c, gain)
                 })
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
@@ -454,6 +478,15 @@ impl ModelTuner {
             out.push(cands[c].0);
         }
         out
+    }
+
+    /// Which of `pool` are large candidates (none where the search does not
+    /// size them).
+    fn large(&mut self, space: &Space, pool: &[u128]) -> Vec<bool> {
+        match &mut self.sizes {
+            Some(s) => s.large(space, pool),
+            None => vec![false; pool.len()],
+        }
     }
 
     /// What the models read of scored config `i`: its local and global
@@ -594,6 +627,14 @@ impl Tuner for ModelTuner {
             ("configs_scored", o.scored as f64),
             ("fits", o.fits as f64),
             ("model_failures", o.failures as f64),
+            (
+                "sizing_seconds",
+                self.sizes.as_ref().map_or(0.0, |s| s.spent.as_secs_f64()),
+            ),
+            (
+                "configs_large",
+                self.sizes.as_ref().map_or(0.0, |s| s.large.len() as f64),
+            ),
         ]
     }
 
@@ -618,6 +659,15 @@ impl Tuner for ModelTuner {
                 from.join(", ")
             ));
         }
+        if let Some(s) = self.sizes.as_ref().filter(|s| !s.large.is_empty()) {
+            notes.push(format!(
+                "{} proposed config(s) had C over {}x the measured configs' median and {} KiB: \
+                 measured after the others, if at all (slow to compile, rarely the best)",
+                s.large.len(),
+                crate::compile_cost::LARGE_RATIO,
+                crate::compile_cost::LARGE_FLOOR >> 10
+            ));
+        }
         // Judged before the last batch was proposed; the note counts every trial.
         notes.extend(self.outlook.as_ref().map(|o| {
             Outlook {
@@ -633,6 +683,9 @@ impl Tuner for ModelTuner {
         self.observed.extend_from_slice(results);
         let best = self.observed.iter().filter_map(|o| o.1).reduce(f64::max);
         self.bests.push(best.unwrap_or(0.0));
+        if let Some(s) = &mut self.sizes {
+            s.measured(space, &results.iter().map(|r| r.0).collect::<Vec<_>>());
+        }
         if let Some(b) = &mut self.breeder {
             b.observe(space, results);
         }
@@ -703,7 +756,11 @@ impl ModelTuner {
             .propose(space, pool, seen);
         let tracks = self.outlook.as_ref().is_some_and(|o| o.expected.is_some());
         if !tracks {
-            return bred.into_iter().take(n).collect();
+            // As bred, the large ones last.
+            let large = self.large(space, &bred);
+            let (mut out, last): (Vec<_>, Vec<_>) = bred.into_iter().zip(large).partition(|b| !b.1);
+            out.extend(last);
+            return out.into_iter().take(n).map(|b| b.0).collect();
         }
         match self.score(space, &bred) {
             Ok(scores) => {

@@ -604,6 +604,7 @@ impl TuningSession<'_> {
             &seeds,
             pretrained,
             self.options.timing.threads,
+            self.options.target.isa,
         )?;
         let mirror = self.mirror.as_ref();
         let mut options = self.options.clone();

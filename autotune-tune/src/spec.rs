@@ -5,7 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use autotune_codegen::{Config, Space, Workload};
+use autotune_codegen::{Config, Isa, Space, Workload};
 
 use crate::features::FeatureSet;
 use crate::history::History;
@@ -83,7 +83,10 @@ impl TunerSpec {
     /// similar ones. The few-shot tuner needs `pretrained` (the session falls
     /// back, and says so, where there is none), and does not stop early far
     /// below what the history's nearest workload of the operator reached at
-    /// `threads`, the kernel thread count it is timed at.
+    /// `threads`, the kernel thread count it is timed at. The model-guided
+    /// tuners measure candidates whose C at `isa`, the level they are compiled
+    /// at, is far larger than the measured configs' after the others.
+    #[allow(clippy::too_many_arguments)]
     pub fn build(
         self,
         w: &Workload,
@@ -92,6 +95,7 @@ impl TunerSpec {
         seeds: &[Config],
         pretrained: Option<&Loaded>,
         threads: usize,
+        isa: Isa,
     ) -> Result<Box<dyn Tuner>, ModelError> {
         Ok(match self {
             TunerSpec::FewShot { refit } => {
@@ -122,7 +126,8 @@ impl TunerSpec {
                         seeds,
                         &corpus,
                     )?
-                    .with_prior(history.and_then(|h| h.reached(w, threads))),
+                    .with_prior(history.and_then(|h| h.reached(w, threads)))
+                    .compiled_at(w, isa),
                 )
             }
             TunerSpec::Random => Box::new(RandomTuner::new(seed)),
@@ -138,7 +143,10 @@ impl TunerSpec {
                     diversity,
                     ..SearchOptions::default()
                 };
-                Box::new(search::xgb_tuner(w, objective, opts, seed, history, seeds)?)
+                Box::new(
+                    search::xgb_tuner(w, objective, opts, seed, history, seeds)?
+                        .compiled_at(w, isa),
+                )
             }
         })
     }
@@ -243,7 +251,7 @@ mod tests {
         .unwrap();
         let w = Workload { op, spec: 0 };
         let err = TunerSpec::FewShot { refit: false }
-            .build(&w, 1, None, &[], None, 1)
+            .build(&w, 1, None, &[], None, 1, Isa::Baseline)
             .err()
             .expect("no model, no few-shot tuner");
         assert!(matches!(err, ModelError::NoPretrained), "{err}");

@@ -101,6 +101,6 @@ pub fn tuner(
     let pretrained = autotune_tune::pretrained::shipped(&target()).map(|m| m.unwrap());
     name.parse::<autotune_tune::TunerSpec>()
         .unwrap()
-        .build(w, seed, history, &[], pretrained.as_ref(), 1)
+        .build(w, seed, history, &[], pretrained.as_ref(), 1, target().isa)
         .unwrap()
 }
