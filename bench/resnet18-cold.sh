@@ -10,10 +10,13 @@
 # BEFORE=<commit> adds one with the code (tuner, build helper, model) of that
 # commit, built untimed first so that the timed build compiles no more than the
 # others do. Then the networks' latency, alternating, in the same run.
-# Writes bench/results/resnet18-cold-<time>.log; run on an idle machine.
+# Writes bench/results/resnet18-cold-<time>.log, and beside it -records/<variant>/ with
+# each cold build's full output and its record logs (packed into raw.tar.xz), so a slow
+# or poor search can be read afterwards; run on an idle machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/bench/results/resnet18-cold-$(date +%Y%m%d-%H%M%S).log"
+RECORDS="${OUT%.log}-records"
 WORK=$(mktemp -d /var/tmp/autotune-cold18.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export CARGO_TARGET_DIR="$WORK/target" AUTOTUNE_HISTORY=""
@@ -48,6 +51,9 @@ for v in $variants; do
         "$(grep -c 'tuned ' "$WORK/build-$v.log")" \
         "$(grep -o 'few-shot[^:]*: [0-9]* trials' "$WORK/build-$v.log" | grep -o '[0-9]* trials' | awk '{s+=$1} END {print s+0}')"
     cp "$CARGO_TARGET_DIR/release/resnet18" "$WORK/resnet18-$v"
+    mkdir -p "$RECORDS/$v"
+    cp "$WORK/build-$v.log" "$RECORDS/$v/build.log"
+    for op in $ops; do cp "tuning-cache/records/$op.jsonl" "$RECORDS/$v/" 2>/dev/null || true; done
     git checkout -q -- tuning-cache
     git checkout -q "$head"
 done
@@ -58,3 +64,4 @@ for round in 1 2 3; do
         "$WORK/resnet18-$b" --threads "1,$(nproc)" | grep '^network' || true
     done
 done
+bash "$ROOT/bench/pack-results.sh" "$RECORDS" >/dev/null
