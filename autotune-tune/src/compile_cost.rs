@@ -122,18 +122,11 @@ mod tests {
     use crate::search::{ModelTuner, SearchOptions};
     use crate::tuner::random_fresh;
 
-    /// ResNet-18's 3×3 conv at 28×28 pixels and 128 channels, where sensible
-    /// configs' C ranges from about 25 to 200 KB.
+    /// ResNet-18's 3×3 conv at 28×28 pixels and 128 channels (the features'
+    /// probe conv at another shape), where sensible configs' C ranges from
+    /// about 25 to 200 KB.
     fn conv() -> Workload {
-        let item: syn::ItemFn = syn::parse_str(
-            "fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>)
-                -> Tensor<f32, (K, H, W)> {
-                let y: Tensor<f32, (K, H, W)> = compute(|k, h, v| sum(|c, r, s|
-                    x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
-                compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
-            }",
-        )
-        .unwrap();
+        let item: syn::ItemFn = syn::parse_str(crate::features::PROBES[1].1).unwrap();
         let attr = "R = 3, S = 3, specialize(C = 128, H = 28, W = 28, K = 128)";
         let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
         Workload { op, spec: 0 }

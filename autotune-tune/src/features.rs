@@ -50,7 +50,7 @@ pub const FEATURES_VERSION: u32 = 3;
 
 /// The operators [`probe`] describes (attribute, function): a GEMM and a 3×3
 /// convolution with a bias and ReLU epilogue (two stages).
-const PROBES: [(&str, &str); 2] = [
+pub(crate) const PROBES: [(&str, &str); 2] = [
     (
         "specialize(M = 96, N = 80, K = 72)",
         "fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {

@@ -34,7 +34,6 @@ use rand::{Rng, SeedableRng};
 use autotune_codegen::{Config, Isa, Space, Workload};
 
 use crate::compile_cost::SourceSizes;
-
 use crate::features::{FeatureSet, Featurizer};
 use crate::history::{History, Reached};
 use crate::model::{CostModel, Matrix, ModelError, Objective, TrainingSet};
@@ -657,15 +656,6 @@ impl Tuner for ModelTuner {
                 "few-shot: the first batch measured {} config(s) carried from the model's corpus ({})",
                 self.carried.len(),
                 from.join(", ")
-            ));
-        }
-        if let Some(s) = self.sizes.as_ref().filter(|s| !s.large.is_empty()) {
-            notes.push(format!(
-                "{} proposed config(s) had C over {}x the measured configs' median and {} KiB: \
-                 measured after the others, if at all (slow to compile, rarely the best)",
-                s.large.len(),
-                crate::compile_cost::LARGE_RATIO,
-                crate::compile_cost::LARGE_FLOOR >> 10
             ));
         }
         // Judged before the last batch was proposed; the note counts every trial.
