@@ -14,7 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use autotune_codegen::{Isa, Space, Workload};
+use autotune_codegen::{Config, Isa, Space, Workload};
 use autotune_lang::mangle::Variant;
 
 /// A candidate whose C is over this many times the median of the measured
@@ -58,18 +58,7 @@ impl SourceSizes {
             return *b;
         }
         let t = Instant::now();
-        // A bucket is compiled as a generic kernel; its specialised kernel at
-        // the anchor is of the same schedule, and sizes it as well.
-        let b = autotune_codegen::kernel_c(
-            &self.w.op,
-            Variant::Specialized(self.w.spec),
-            Some(&space.config_at(i)),
-            &[self.isa],
-            "k".to_string(),
-            "rt".to_string(),
-        )
-        .ok()
-        .map(|c| c.len());
+        let b = source_bytes(&self.w, &space.config_at(i), self.isa);
         self.spent += t.elapsed();
         self.bytes.insert(i, b);
         b
@@ -109,6 +98,22 @@ impl SourceSizes {
         }
         large
     }
+}
+
+/// The size of `config`'s C for `w` at `isa`, `None` where it cannot be
+/// generated. A bucket is compiled as a generic kernel; its specialised
+/// kernel at the anchor is of the same schedule, and sizes it as well.
+pub fn source_bytes(w: &Workload, config: &Config, isa: Isa) -> Option<usize> {
+    autotune_codegen::kernel_c(
+        &w.op,
+        Variant::Specialized(w.spec),
+        Some(config),
+        &[isa],
+        "k".to_string(),
+        "rt".to_string(),
+    )
+    .ok()
+    .map(|c| c.len())
 }
 
 #[cfg(test)]

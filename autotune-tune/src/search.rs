@@ -746,11 +746,11 @@ impl ModelTuner {
             .propose(space, pool, seen);
         let tracks = self.outlook.as_ref().is_some_and(|o| o.expected.is_some());
         if !tracks {
-            // As bred, the large ones last.
+            // As bred, the large ones last (a stable sort).
             let large = self.large(space, &bred);
-            let (mut out, last): (Vec<_>, Vec<_>) = bred.into_iter().zip(large).partition(|b| !b.1);
-            out.extend(last);
-            return out.into_iter().take(n).map(|b| b.0).collect();
+            let mut order: Vec<(u128, bool)> = bred.into_iter().zip(large).collect();
+            order.sort_by_key(|b| b.1);
+            return order.into_iter().take(n).map(|b| b.0).collect();
         }
         match self.score(space, &bred) {
             Ok(scores) => {

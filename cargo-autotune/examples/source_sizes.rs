@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use autotune_codegen::Target;
-use autotune_lang::mangle::Variant;
+use autotune_tune::compile_cost::source_bytes;
 use autotune_tune::features::{FeatureSet, FeatureSource};
 use autotune_tune::history::History;
 
@@ -42,15 +42,7 @@ fn main() -> Result<()> {
     }
     for p in &history.workloads {
         for (config, gflops, _) in &p.trials {
-            let bytes = autotune_codegen::kernel_c(
-                &p.workload.op,
-                Variant::Specialized(p.workload.spec),
-                Some(config),
-                &[target.isa],
-                "k".to_string(),
-                "rt".to_string(),
-            )
-            .map_or(0, |c| c.len());
+            let bytes = source_bytes(&p.workload, config, target.isa).unwrap_or(0);
             println!("{}\t{}\t{bytes}", p.id, gflops.unwrap_or(0.0));
         }
     }
