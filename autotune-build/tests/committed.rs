@@ -9,7 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use autotune_codegen::{Config, Isa, Workload};
-use autotune_tune::measure::{on_every_core, Candidate, Harness, TimingOptions};
+use autotune_tune::measure::{Candidate, Harness, TimingOptions};
+use autotune_tune::parallel::on_every_core;
 
 /// A committed cache's workload with its entries' distinct configs per ISA level.
 type Checks<'a> = (&'a str, Workload, BTreeMap<Isa, Vec<Config>>);

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use autotune_codegen::{Config, Isa, Space, Workload};
 use autotune_lang::mangle::Variant;
 
+use crate::parallel;
+
 /// A candidate whose C is over this many times the median of the measured
 /// configs' is large (if also over [`LARGE_FLOOR`]).
 pub const LARGE_RATIO: f64 = 2.0;
@@ -51,23 +53,34 @@ impl SourceSizes {
         }
     }
 
-    /// The size of config `i`'s C, `None` where it cannot be generated (then
-    /// the measurement records why).
-    fn of(&mut self, space: &Space, i: u128) -> Option<usize> {
-        if let Some(b) = self.bytes.get(&i) {
-            return *b;
-        }
+    /// The size of config `i`'s C (sized before), `None` where it cannot be
+    /// generated (then the measurement records why).
+    fn of(&self, i: u128) -> Option<usize> {
+        self.bytes.get(&i).copied().flatten()
+    }
+
+    /// Sizes every config of `configs` not sized yet, on every core (about a
+    /// millisecond each: the whole kernel's C is generated).
+    fn size(&mut self, space: &Space, configs: &[u128]) {
+        let mut seen = HashSet::new();
+        let fresh: Vec<u128> = configs
+            .iter()
+            .copied()
+            .filter(|i| !self.bytes.contains_key(i) && seen.insert(*i))
+            .collect();
         let t = Instant::now();
-        let b = source_bytes(&self.w, &space.config_at(i), self.isa);
+        let (w, isa) = (&self.w, self.isa);
+        let sizes =
+            parallel::on_every_core_from(&fresh, 2, |&i| source_bytes(w, &space.config_at(i), isa));
+        self.bytes.extend(fresh.into_iter().zip(sizes));
         self.spent += t.elapsed();
-        self.bytes.insert(i, b);
-        b
     }
 
     /// Configs `measured`: their sizes are what later candidates are judged by.
     pub fn measured(&mut self, space: &Space, measured: &[u128]) {
+        self.size(space, measured);
         for &i in measured {
-            if let Some(b) = self.of(space, i) {
+            if let Some(b) = self.of(i) {
                 self.measured.push(b);
             }
         }
@@ -79,7 +92,8 @@ impl SourceSizes {
     /// measures no large config never learns they are slow, and its pools
     /// fill with them.
     pub fn large(&mut self, space: &Space, pool: &[u128]) -> Vec<bool> {
-        let sizes: Vec<Option<usize>> = pool.iter().map(|&i| self.of(space, i)).collect();
+        self.size(space, pool);
+        let sizes: Vec<Option<usize>> = pool.iter().map(|&i| self.of(i)).collect();
         let mut known: Vec<usize> = match self.measured.is_empty() {
             true => sizes.iter().flatten().copied().collect(),
             false => self.measured.clone(),
@@ -145,9 +159,11 @@ mod tests {
         let space = Space::new(&w.op, w.shapes());
         let mut sizes = SourceSizes::new(&w, Isa::Avx512);
         let mut rng = StdRng::seed_from_u64(7);
-        let mut sized: Vec<(u128, usize)> = random_fresh(&mut rng, &space, 300, &HashSet::new())
+        let pool = random_fresh(&mut rng, &space, 300, &HashSet::new());
+        sizes.size(&space, &pool);
+        let mut sized: Vec<(u128, usize)> = pool
             .into_iter()
-            .filter_map(|i| sizes.of(&space, i).map(|b| (i, b)))
+            .filter_map(|i| sizes.of(i).map(|b| (i, b)))
             .collect();
         sized.sort_by_key(|s| s.1);
         // 16 candidates around the median size, and the 8 largest, which the

@@ -13,6 +13,7 @@
 //!   [`trees`] evaluates a saved XGBoost model without XGBoost, and
 //!   [`pretrained`] is such a model as a versioned file;
 //! - [`history`]: past trials of other workloads, for transfer learning;
+//! - [`parallel`]: work spread over the cores (compiles, featurisation);
 //! - [`spec`]: which tuner to run ([`TunerSpec`]);
 //! - [`session`]: the tuning loop and [`TuningSession`], the one way both
 //!   `cargo build` and `cargo autotune tune` tune a workload.
@@ -25,6 +26,7 @@ pub mod features;
 pub mod history;
 pub mod measure;
 pub mod model;
+pub mod parallel;
 pub mod pretrained;
 pub mod record;
 pub mod search;

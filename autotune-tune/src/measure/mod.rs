@@ -42,7 +42,7 @@ use rand::{Rng, SeedableRng};
 
 pub use error::{ErrorClass, MeasureError};
 use process::{c_compiler, compile_objects, run_compiler, run_limited, COMPILE_TIMEOUT};
-pub use process::{compiler_version, on_every_core, HOST_TRIPLE};
+pub use process::{compiler_version, HOST_TRIPLE};
 
 /// How to time a candidate.
 #[derive(Clone, Copy, Debug)]

@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
 
 use super::error::MeasureError;
+use crate::parallel::on_every_core;
 
 /// The target triple this crate was compiled for: where it runs (a build script
 /// or `cargo autotune`) is the host, whose C compiler measures candidates.
@@ -76,37 +76,6 @@ pub(super) fn compile_objects(
         out[i] = Some(r);
     }
     out.into_iter().flatten().collect()
-}
-
-/// `f` of each item, in order, computed by as many workers as the process may
-/// use cores, each taking the next item when it is done. A panic in `f` is
-/// passed on.
-pub fn on_every_core<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len());
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        mine.push((i, f(item)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    done.sort_by_key(|d| d.0);
-    done.into_iter().map(|d| d.1).collect()
 }
 
 pub(super) fn run_compiler(cmd: Command, limit: Duration) -> Result<(), MeasureError> {
@@ -224,27 +193,8 @@ fn kill_group(pgid: u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{c_compiler, compile_objects, on_every_core, COMPILE_TIMEOUT};
+    use super::{c_compiler, compile_objects, COMPILE_TIMEOUT};
     use crate::measure::MeasureError;
-
-    #[test]
-    fn every_item_is_mapped_once_in_order() {
-        let items: Vec<u64> = (0..100).collect();
-        // Uneven work, so the workers finish out of order.
-        let out = on_every_core(&items, |&i| {
-            std::thread::sleep(std::time::Duration::from_micros((i * 37) % 200));
-            i * i
-        });
-        assert_eq!(out, items.iter().map(|i| i * i).collect::<Vec<_>>());
-        assert!(on_every_core(&[] as &[u8], |_| 0).is_empty());
-    }
-
-    #[test]
-    #[should_panic(expected = "item 7")]
-    fn a_panic_in_a_worker_is_passed_on() {
-        let items: Vec<u32> = (0..10).collect();
-        on_every_core(&items, |&i| assert!(i != 7, "item {i}"));
-    }
 
     /// Files compile largest first, and each result is still its own file's:
     /// the broken small file's error at its place, the others' objects at theirs.
