@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# A user's new GEMM shape, tuned as a default `cargo build` tunes it (issue 16):
-# few-shot over the shipped pre-trained model at the build's default budget (48
-# trials, 120 s) and thread count, then the winner and OpenBLAS (the best GEMM
-# peer of bench/peers.sh on this machine) timed at the same threads in the same
-# run, beside the FMA peak. SHAPES are MxNxK shapes no corpus or example has (default 600x700x800
-# 96x1500x640). Needs libopenblas-dev; writes bench/results/new-shape-<time>.log.
+# A user's new GEMM or conv shape, tuned as a default `cargo build` tunes it (issue
+# 16): few-shot over the shipped pre-trained model at the build's default budget (48
+# trials, 120 s) and thread count, then the winner and the best peer of
+# bench/peers.sh on this machine (OpenBLAS for GEMM, oneDNN's direct conv for the
+# conv) timed at the same threads in the same run, beside the FMA peak, three
+# alternating rounds. SHAPES are MxNxK GEMM shapes and CONVS C,H,K 3x3 convs (stride
+# 1, zero padding 1, H = W) that no corpus or example has (default 600x700x800
+# 96x1500x640, and 80,48,144). Needs libopenblas-dev and libdnnl-dev; writes
+# bench/results/new-shape-<time>.log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
 PEERS="${PEERS:-$ROOT/../shared/peers}"
-SHAPES=${SHAPES:-"600x700x800 96x1500x640"}
+SHAPES=${SHAPES-"600x700x800 96x1500x640"}
+CONVS=${CONVS-"80,48,144"}
 OUT="$ROOT/bench/results/new-shape-$(date +%Y%m%d-%H%M%S).log"
 WORK=$(mktemp -d /tmp/autotune-new-shape.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 autotune_cli
 THREADS=$(nproc)
 gcc -O3 -march=native -fopenmp "$PEERS/c/gemm_bench.c" -o "$WORK/gemm_bench" -lopenblas -lm
+g++ -O3 -march=native -fopenmp "$PEERS/c/dnnl_conv.cpp" -o "$WORK/dnnl_conv" -ldnnl
 build_peak "$WORK/peak"
 export AUTOTUNE_HISTORY=""
 exec > >(tee "$OUT") 2>&1
@@ -37,5 +42,26 @@ RS
         $AT bench --file "$WORK/ops.rs" --op gemm --config "$config" --threads "$THREADS" \
             --dir "$WORK/bench" | grep -i "gflop" | sed "s/^/autotune $shape: /"
         OPENBLAS_NUM_THREADS=$THREADS "$WORK/gemm_bench" openblas "$THREADS" "$shape" | grep -v '^#' | sed "s/^/openblas $shape: /"
+    done
+done
+for conv in $CONVS; do
+    IFS=, read -r c h k <<<"$conv"
+    cat >"$WORK/conv.rs" <<RS
+use autotune::tensor_op;
+#[tensor_op(R = 3, S = 3, specialize(C = $c, H = $h, W = $h, K = $k))]
+pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
+}
+RS
+    json=$($AT tune --file "$WORK/conv.rs" --op conv3x3 --tuner few-shot --trials 48 --seconds 120 \
+        --no-transfer --log "$WORK/conv-$conv.jsonl" --dir "$WORK/tune" --cache "$WORK/cache" --json)
+    config=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(f"{k}={v}" for k,v in r["best_config"].items())); print("# few-shot: %d trials in %.1f s, %.1f GFLOP/s while tuning" % (r["trials"], r["seconds"], r["best_gflops"]), file=sys.stderr)' "$json")
+    for round in 1 2 3; do
+        $AT bench --file "$WORK/conv.rs" --op conv3x3 --config "$config" --threads "$THREADS" \
+            --dir "$WORK/bench" | grep -i "gflop" | sed "s/^/autotune conv $conv: /"
+        # The primitive alone (its own blocked layouts), and with the reorders from
+        # and to NCHW that a caller with our kernel's layout would add.
+        OMP_NUM_THREADS=$THREADS "$WORK/dnnl_conv" direct "$c,$h,$k,3,1,1" | grep '^RESULT' |
+            sed -E "s/.* gflops_med=([0-9.]+).* e2e_gflops_med=([0-9.]+).* impl=(.*)/onednn conv $conv: \1 GFLOP\/s, \2 with NCHW reorders (\3)/"
     done
 done
