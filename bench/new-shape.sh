@@ -26,39 +26,45 @@ export AUTOTUNE_HISTORY=""
 exec > >(tee "$OUT") 2>&1
 echo "# new shapes $(date -Is): $(lscpu | grep 'Model name' | cut -d: -f2 | xargs), $THREADS vCPUs; threads $THREADS"
 "$WORK/peak" "$THREADS" | sed 's/^/peak: /'
+# Tunes operator $2 of file $1 as a default build does; sets CONFIG to the winner.
+tune_new() {
+    local json
+    json=$($AT tune --file "$1" --op "$2" --tuner few-shot --trials 48 --seconds 120 \
+        --no-transfer --log "$1.jsonl" --dir "$WORK/tune" --cache "$WORK/cache" --json)
+    CONFIG=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(f"{k}={v}" for k,v in r["best_config"].items())); print("# few-shot: %d trials in %.1f s, %.1f GFLOP/s while tuning" % (r["trials"], r["seconds"], r["best_gflops"]), file=sys.stderr)' "$json")
+}
+# Times CONFIG of operator $2 of file $1; its lines start with $3.
+bench_new() {
+    $AT bench --file "$1" --op "$2" --config "$CONFIG" --threads "$THREADS" \
+        --dir "$WORK/bench" | grep -i "gflop" | sed "s/^/autotune $3: /"
+}
 for shape in $SHAPES; do
     IFS=x read -r m n k <<<"$shape"
-    cat >"$WORK/ops.rs" <<RS
+    cat >"$WORK/gemm-$shape.rs" <<RS
 use autotune::tensor_op;
 #[tensor_op(specialize(M = $m, N = $n, K = $k))]
 pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
 }
 RS
-    json=$($AT tune --file "$WORK/ops.rs" --op gemm --tuner few-shot --trials 48 --seconds 120 \
-        --no-transfer --log "$WORK/$shape.jsonl" --dir "$WORK/tune" --cache "$WORK/cache" --json)
-    config=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(f"{k}={v}" for k,v in r["best_config"].items())); print("# few-shot: %d trials in %.1f s, %.1f GFLOP/s while tuning" % (r["trials"], r["seconds"], r["best_gflops"]), file=sys.stderr)' "$json")
+    tune_new "$WORK/gemm-$shape.rs" gemm
     for round in 1 2 3; do
-        $AT bench --file "$WORK/ops.rs" --op gemm --config "$config" --threads "$THREADS" \
-            --dir "$WORK/bench" | grep -i "gflop" | sed "s/^/autotune $shape: /"
+        bench_new "$WORK/gemm-$shape.rs" gemm "$shape"
         OPENBLAS_NUM_THREADS=$THREADS "$WORK/gemm_bench" openblas "$THREADS" "$shape" | grep -v '^#' | sed "s/^/openblas $shape: /"
     done
 done
 for conv in $CONVS; do
     IFS=, read -r c h k <<<"$conv"
-    cat >"$WORK/conv.rs" <<RS
+    cat >"$WORK/conv-$conv.rs" <<RS
 use autotune::tensor_op;
 #[tensor_op(R = 3, S = 3, specialize(C = $c, H = $h, W = $h, K = $k))]
 pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
     compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
 }
 RS
-    json=$($AT tune --file "$WORK/conv.rs" --op conv3x3 --tuner few-shot --trials 48 --seconds 120 \
-        --no-transfer --log "$WORK/conv-$conv.jsonl" --dir "$WORK/tune" --cache "$WORK/cache" --json)
-    config=$(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(" ".join(f"{k}={v}" for k,v in r["best_config"].items())); print("# few-shot: %d trials in %.1f s, %.1f GFLOP/s while tuning" % (r["trials"], r["seconds"], r["best_gflops"]), file=sys.stderr)' "$json")
+    tune_new "$WORK/conv-$conv.rs" conv3x3
     for round in 1 2 3; do
-        $AT bench --file "$WORK/conv.rs" --op conv3x3 --config "$config" --threads "$THREADS" \
-            --dir "$WORK/bench" | grep -i "gflop" | sed "s/^/autotune conv $conv: /"
+        bench_new "$WORK/conv-$conv.rs" conv3x3 "conv $conv"
         # The primitive alone (its own blocked layouts), and with the reorders from
         # and to NCHW that a caller with our kernel's layout would add.
         OMP_NUM_THREADS=$THREADS "$WORK/dnnl_conv" direct "$c,$h,$k,3,1,1" | grep '^RESULT' |
