@@ -62,7 +62,7 @@ impl SourceSizes {
     /// Sizes every config of `configs` not sized yet, on every core (about a
     /// millisecond each: the whole kernel's C is generated).
     fn size(&mut self, space: &Space, configs: &[u128]) {
-        let fresh = crate::search::unknown(configs, |i| self.bytes.contains_key(&i));
+        let fresh = parallel::unknown(configs, |i| self.bytes.contains_key(&i));
         let t = Instant::now();
         let (w, isa) = (&self.w, self.isa);
         let sizes =

@@ -58,6 +58,18 @@ pub fn on_every_core_from<T: Sync, R: Send>(
     }
 }
 
+/// The configs of `points` that `known` does not hold, each once, in order:
+/// what a caller has yet to compute of them (before computing them on every
+/// core).
+pub fn unknown(points: &[u128], known: impl Fn(u128) -> bool) -> Vec<u128> {
+    let mut seen = std::collections::HashSet::new();
+    points
+        .iter()
+        .copied()
+        .filter(|&i| !known(i) && seen.insert(i))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +85,7 @@ mod tests {
         assert_eq!(out, items.iter().map(|i| i * i).collect::<Vec<_>>());
         assert!(on_every_core(&[] as &[u8], |_| 0).is_empty());
         assert_eq!(on_every_core_from(&items, 1000, |&i| i + 1)[99], 100);
+        assert_eq!(unknown(&[5, 3, 5, 8, 3, 1], |i| i == 8), [5, 3, 1]);
     }
 
     #[test]

@@ -44,17 +44,6 @@ use crate::tuner::{random_fresh, GeneticTuner, Tuner};
 /// every core ([`parallel::on_every_core_from`]): one takes 10-30 µs.
 const PARALLEL_FROM: usize = 16;
 
-/// The configs of `points` that `known` does not hold, each once, in order:
-/// what a search still has to compute of them.
-pub(crate) fn unknown(points: &[u128], known: impl Fn(u128) -> bool) -> Vec<u128> {
-    let mut seen = HashSet::new();
-    points
-        .iter()
-        .copied()
-        .filter(|&i| !known(i) && seen.insert(i))
-        .collect()
-}
-
 /// Settings of the model-guided search.
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
@@ -260,7 +249,7 @@ impl ModelTuner {
     /// core: featurising is most of the search's own time, and nothing else
     /// runs between batches.
     fn describe(&mut self, space: &Space, points: &[u128]) {
-        let fresh = unknown(points, |i| self.features.contains_key(&i));
+        let fresh = parallel::unknown(points, |i| self.features.contains_key(&i));
         if fresh.is_empty() {
             return;
         }
@@ -334,7 +323,7 @@ impl ModelTuner {
 
     /// Model scores of `points`, computing only those not scored under this fit.
     fn score(&mut self, space: &Space, points: &[u128]) -> Result<Vec<f32>, ModelError> {
-        let fresh = unknown(points, |i| self.scores.contains_key(&i));
+        let fresh = parallel::unknown(points, |i| self.scores.contains_key(&i));
         if !fresh.is_empty() {
             self.describe(space, &fresh);
             let mut x = Matrix::new(self.featurizer.len());
