@@ -103,6 +103,7 @@ impl TunerSpec {
                 let opts = SearchOptions {
                     // Few trials: each goes to the model's picks, none at random.
                     epsilon: 0.0,
+                    tile_diverse: true,
                     stop_within: Some(FEW_SHOT_WITHIN),
                     ..SearchOptions::default()
                 };
