@@ -65,8 +65,7 @@ impl SourceSizes {
         let fresh = parallel::unknown(configs, |i| self.bytes.contains_key(&i));
         let t = Instant::now();
         let (w, isa) = (&self.w, self.isa);
-        let sizes =
-            parallel::on_every_core_from(&fresh, 2, |&i| source_bytes(w, &space.config_at(i), isa));
+        let sizes = parallel::on_every_core(&fresh, |&i| source_bytes(w, &space.config_at(i), isa));
         self.bytes.extend(fresh.into_iter().zip(sizes));
         self.spent += t.elapsed();
     }

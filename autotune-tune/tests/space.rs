@@ -16,6 +16,7 @@ use autotune_codegen::Workload;
 use autotune_codegen::{Config, KnobKind, KnobName, Space, Value};
 use autotune_lang::ir::{Operator, Specialization};
 use autotune_tune::measure::{self, ErrorClass};
+use autotune_tune::parallel::on_every_core;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -154,7 +155,7 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
     }
     let empty = jobs.iter().filter(|j| j.0.shapes().contains(&0)).count();
     println!("generic kernels: {empty} shapes with a 0");
-    let tallies = autotune_tune::parallel::on_every_core(&jobs, |(w, anchor, configs, dir)| {
+    let tallies = on_every_core(&jobs, |(w, anchor, configs, dir)| {
         check_generic(w, anchor, configs, dir, seed)
     });
     report("generic kernels", &tallies);
@@ -633,7 +634,7 @@ fn random_configs_match_the_reference() {
         "{ahead_configs} configs prefetching ahead"
     );
     assert!(merged_configs >= 10, "{merged_configs} merged configs");
-    let tallies = autotune_tune::parallel::on_every_core(&jobs, |(w, configs, dir)| {
+    let tallies = on_every_core(&jobs, |(w, configs, dir)| {
         check_configs(w, configs, dir, seed)
     });
     report("random configs", &tallies);
@@ -1179,7 +1180,7 @@ fn generic_kernels_match_the_reference_through_their_kept_constant_copies() {
         };
         jobs.push((w, anchor, configs, root.join(&op.name)));
     }
-    let tallies = autotune_tune::parallel::on_every_core(&jobs, |(w, anchor, configs, dir)| {
+    let tallies = on_every_core(&jobs, |(w, anchor, configs, dir)| {
         check_generic(w, anchor, configs, dir, seed)
     });
     for (t, (w, ..)) in tallies.iter().zip(&jobs) {
@@ -1301,7 +1302,7 @@ fn copies_prefetching_their_next_slice_match_the_reference() {
         let dir = root.join(&op.name);
         jobs.push((w, ahead, dir));
     }
-    let tallies = autotune_tune::parallel::on_every_core(&jobs, |(w, configs, dir)| {
+    let tallies = on_every_core(&jobs, |(w, configs, dir)| {
         check_configs(w, configs, dir, seed)
     });
     for (t, (w, ..)) in tallies.iter().zip(&jobs) {
