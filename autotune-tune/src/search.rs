@@ -427,6 +427,12 @@ impl ModelTuner {
                 }
             }
         }
+        Ok(self.top_unmeasured(want, measured))
+    }
+
+    /// The `want` best-scored configs scored under this fit and not in
+    /// `measured`, best first.
+    fn top_unmeasured(&self, want: usize, measured: &HashSet<u128>) -> Vec<(u128, f32)> {
         let mut top: Vec<(u128, f32)> = self
             .scores
             .iter()
@@ -435,7 +441,7 @@ impl ModelTuner {
             .collect();
         top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         top.truncate(want);
-        Ok(top)
+        top
     }
 
     /// Greedy pick of `n` from scored candidates: score (normalised to `[0, 1]`)
@@ -663,11 +669,19 @@ impl Tuner for ModelTuner {
             out.extend(random_fresh(&mut self.rng, space, left, &seen));
             return out;
         }
-        let picked = match self.anneal(space, left * self.opts.pool, &seen) {
+        // Past the first batch, few-shot without a local model breeds its
+        // batches; the fixed model only judges whether to stop, from the best
+        // configs it scored and nobody measured. Annealing again would walk the
+        // landscape it has scored once more (about half the tuner's time).
+        let bred = self.breeder.is_some() && !self.observed.is_empty();
+        let cands = if bred && self.model.is_none() {
+            Ok(self.top_unmeasured(left * self.opts.pool, &seen))
+        } else {
+            self.anneal(space, left * self.opts.pool, &seen)
+        };
+        let picked = match cands {
             Ok(cands) if self.should_stop(space, &cands) => return Vec::new(),
-            Ok(_) if self.breeder.is_some() && !self.observed.is_empty() => {
-                self.breed(space, left, &seen)
-            }
+            Ok(_) if bred => self.breed(space, left, &seen),
             Ok(_) if self.opts.tile_diverse && self.observed.is_empty() => {
                 let leaders = self.tile_leaders(space, &seen, &out, left * self.opts.pool);
                 self.pick_diverse(space, &leaders, left)

@@ -222,3 +222,39 @@ fn a_batch_measures_one_of_the_configs_the_model_sees_alike() {
         "configs the model sees alike in one batch"
     );
 }
+
+/// Past the first batch, a few-shot search without refits breeds its batches
+/// and its fixed model only judges whether to stop: it scores the configs it
+/// bred, not a new walk over the landscape it scored for the first batch.
+#[test]
+fn bred_batches_score_only_what_was_bred() {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let opts = SearchOptions {
+        epsilon: 0.0,
+        ..SearchOptions::default()
+    };
+    let pool = opts.pool;
+    let mut t = sum_tuner(&w, opts);
+    let scored = |t: &ModelTuner| {
+        t.stats()
+            .into_iter()
+            .find(|s| s.0 == "configs_scored")
+            .map(|s| s.1)
+            .unwrap()
+    };
+    let first = t.propose(&space, 8, &HashSet::new());
+    let results: Vec<(u128, Option<f64>)> = first.iter().map(|&i| (i, Some(1.0))).collect();
+    t.observe(&space, &results);
+    let before = scored(&t);
+    let measured: HashSet<u128> = first.into_iter().collect();
+    let second = t.propose(&space, 8, &measured);
+    assert_eq!(second.len(), 8);
+    // At most what it bred and the measured configs (to judge the model).
+    let most = 8 * pool + measured.len();
+    let more = scored(&t) - before;
+    assert!(
+        more <= most as f64,
+        "the second batch scored {more} configs, over the {most} bred and measured"
+    );
+}
