@@ -11,7 +11,8 @@
 //! `cc` passes, environment flags included), so a changed kernel, compiler or
 //! flag is a miss, never a stale object. Objects are written to a temporary
 //! name and renamed into place, so concurrent builds never see half of one.
-//! Misses are compiled by `cc`, in parallel within cargo's jobserver.
+//! Misses are compiled by `cc`, in parallel within cargo's jobserver, largest
+//! first.
 
 use std::path::{Path, PathBuf};
 
@@ -35,7 +36,17 @@ pub fn cache_dir(out_dir: &Path) -> Option<PathBuf> {
 /// flags are fixed here, not taken from the profile: kernels are always
 /// optimised.
 pub fn compile(files: &[PathBuf], name: &str, cache: Option<&Path>) -> Result<(), Error> {
-    let mut build = cc::Build::new();
+    compile_with(cc::Build::new(), files, name, cache)
+}
+
+/// [`compile`] with `build` (where the tests set the target and output
+/// directory that cargo's environment gives a build script).
+fn compile_with(
+    mut build: cc::Build,
+    files: &[PathBuf],
+    name: &str,
+    cache: Option<&Path>,
+) -> Result<(), Error> {
     build.opt_level(OPT_LEVEL).warnings(true);
     for f in C_FLAGS {
         build.flag(f);
@@ -66,8 +77,8 @@ pub fn compile(files: &[PathBuf], name: &str, cache: Option<&Path>) -> Result<()
         source,
     };
 
-    // Per file, decided once: its kept object (Ok), or a miss and where to keep
-    // its object once compiled (Err).
+    // Per file, decided once: its kept object (Ok), or a miss, its size and
+    // where to keep its object once compiled (Err).
     let mut found = Vec::with_capacity(files.len());
     for file in files {
         let text = std::fs::read(file).map_err(|source| Error::Read {
@@ -76,35 +87,32 @@ pub fn compile(files: &[PathBuf], name: &str, cache: Option<&Path>) -> Result<()
         })?;
         found.push(match cache.map(|c| c.join(object_name(&identity, &text))) {
             Some(k) if k.is_file() => Ok(k),
-            k => Err(k),
+            k => Err((text.len(), k)),
         });
     }
-    let mut compiled = Vec::new().into_iter();
-    if found.iter().any(Result::is_err) {
+    // Misses largest first: `cc` starts them in order as cores free up, and
+    // one large operator file started last would run alone at the end.
+    let mut misses: Vec<usize> = (0..files.len()).filter(|&i| found[i].is_err()).collect();
+    misses.sort_by_key(|&i| std::cmp::Reverse(found[i].as_ref().err().map_or(0, |m| m.0)));
+    let mut objects: Vec<Option<PathBuf>> = vec![None; files.len()];
+    if !misses.is_empty() {
         let mut fresh = build.clone();
-        fresh.files(
-            files
-                .iter()
-                .zip(&found)
-                .filter(|(_, f)| f.is_err())
-                .map(|(file, _)| file),
-        );
-        compiled = fresh
-            .try_compile_intermediates()
-            .map_err(compile_err)?
-            .into_iter();
+        fresh.files(misses.iter().map(|&i| &files[i]));
+        // `cc` returns the objects in the order of its files.
+        let compiled = fresh.try_compile_intermediates().map_err(compile_err)?;
+        for (&i, object) in misses.iter().zip(compiled) {
+            if let Err((_, Some(kept))) = &found[i] {
+                keep(&object, kept);
+            }
+            objects[i] = Some(object);
+        }
     }
-    // `cc` returns the objects in the order of its files.
     let objects: Vec<PathBuf> = found
         .into_iter()
-        .map(|f| {
-            f.unwrap_or_else(|kept| {
-                let object = compiled.next().expect("one object per compiled file");
-                if let Some(kept) = kept {
-                    keep(&object, &kept);
-                }
-                object
-            })
+        .zip(objects)
+        .map(|(f, compiled)| match f {
+            Ok(kept) => kept,
+            Err(_) => compiled.expect("one object per compiled file"),
         })
         .collect();
     let library = build
@@ -167,5 +175,72 @@ mod tests {
         .unwrap();
         assert_eq!(cache_dir(&out), Some(target.join("autotune-objects")));
         std::fs::remove_dir_all(&target).unwrap();
+    }
+
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn misses_compiled_out_of_order_keep_each_files_object() {
+        let dir = std::env::temp_dir().join(format!("autotune-misses-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (out, cache) = (dir.join("out"), dir.join("cache"));
+        std::fs::create_dir_all(&out).unwrap();
+        // Small, large, small: compiled large first, so out of file order.
+        let mut files = Vec::new();
+        for (name, body) in [
+            ("a_small", "return x;".to_string()),
+            (
+                "b_large",
+                "int s = 0;\n".to_string() + &"s += x * 3;\n".repeat(400) + "return s;",
+            ),
+            ("c_small", "return x + 1;".to_string()),
+        ] {
+            let file = dir.join(format!("{name}.c"));
+            std::fs::write(&file, format!("int {name}_fn(int x) {{\n{body}\n}}\n")).unwrap();
+            files.push(file);
+        }
+        let host = "x86_64-unknown-linux-gnu";
+        let mut build = cc::Build::new();
+        build
+            .target(host)
+            .host(host)
+            .out_dir(&out)
+            .cargo_metadata(false);
+        // Twice: misses, then every object from the cache.
+        for _ in 0..2 {
+            compile_with(build.clone(), &files, "misses", Some(&cache)).unwrap();
+        }
+        let kept: Vec<_> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        for object in kept {
+            let bytes = std::fs::read(&object).unwrap();
+            let has = |sym: &str| bytes.windows(sym.len()).any(|w| w == sym.as_bytes());
+            let len: usize = object
+                .to_string_lossy()
+                .rsplit('-')
+                .next()
+                .unwrap()
+                .trim_end_matches(".o")
+                .parse()
+                .unwrap();
+            let name = files
+                .iter()
+                .find(|f| std::fs::metadata(f).unwrap().len() as usize == len)
+                .unwrap()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            for other in ["a_small", "b_large", "c_small"] {
+                assert_eq!(
+                    has(&format!("{other}_fn")),
+                    other == name,
+                    "{object:?} holds {name}'s object only"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
