@@ -41,7 +41,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 9;
+pub const GENERATOR_VERSION: u32 = 10;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header and the compile flags. A
@@ -239,11 +239,19 @@ pub fn kernel_c(
     runtime: String,
 ) -> Result<String, CodegenError> {
     let clones = lower_clones(op, variant, config, isas, symbol, runtime)?;
-    Ok(emit::clones_c(&borrowed(&clones)))
+    Ok(clones_c(&clones))
 }
 
-fn borrowed(clones: &[(Isa, loopnest::Kernel)]) -> Vec<(Isa, &loopnest::Kernel)> {
-    clones.iter().map(|(isa, k)| (*isa, k)).collect()
+/// [`emit::clones_c`], after the helpers of kept scratch where the kernel
+/// keeps it (they define themselves once per file).
+fn clones_c(clones: &[(Isa, loopnest::Kernel)]) -> String {
+    let mut c = String::new();
+    if let Some((_, k)) = clones.iter().find(|(_, k)| k.keeps_scratch) {
+        c.push_str(&emit::kept_scratch_c(&k.runtime));
+    }
+    let borrowed: Vec<(Isa, &loopnest::Kernel)> = clones.iter().map(|(isa, k)| (*isa, k)).collect();
+    c.push_str(&emit::clones_c(&borrowed));
+    c
 }
 
 /// The C source of `op`'s generic kernel with `schedules` (none: the default
@@ -514,7 +522,7 @@ fn specialisation_c(
         format!("{symbol}__any"),
         runtime.clone(),
     )?;
-    let mut c = emit::clones_c(&borrowed(&any));
+    let mut c = clones_c(&any);
     let mut dispatch = Vec::new();
     for (i, (selector, config)) in choice.variants.iter().enumerate() {
         let clones = lower_clones(
@@ -525,7 +533,7 @@ fn specialisation_c(
             format!("{symbol}__v{i}"),
             runtime.clone(),
         )?;
-        c.push_str(&emit::clones_c(&borrowed(&clones)));
+        c.push_str(&clones_c(&clones));
         dispatch.push((selector, clones[0].1.symbol.clone()));
     }
     c.push_str(&emit::dispatcher(&any[0].1, &symbol, &dispatch));

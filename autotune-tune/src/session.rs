@@ -140,6 +140,10 @@ pub struct Confirmation {
     pub confirmed: f64,
     /// Whether a config other than the search's best won.
     pub changed: bool,
+    /// Configs re-timed in a second round with the first round's winner, for
+    /// having measured in the search well above what it re-timed at
+    /// ([`rivals_above`]); not counted in `contenders`.
+    pub widened: usize,
     /// What the re-timing took (compiling the contenders included).
     pub seconds: f64,
 }
@@ -166,7 +170,15 @@ impl std::fmt::Display for Confirmation {
             },
             self.confirmed,
             self.searched
-        )
+        )?;
+        if self.widened > 0 {
+            write!(
+                f,
+                "; re-timed far below the search's figures, so again with the next {} best",
+                self.widened
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -351,7 +363,24 @@ pub fn tune(
     let (contenders, near) = contenders(&scored, opts.confirm, &keep);
     if contenders.len() > 1 {
         let harness = harness_of(&mut harness, w, opts)?;
-        if let Some((config, gflops, c)) = confirm(w, harness, opts, &contenders, near)? {
+        if let Some((mut config, mut gflops, mut c)) = confirm(w, harness, opts, &contenders, near)?
+        {
+            // Re-timed together, the contenders may all fall far below
+            // figures other configs measured in the search (a burst of host
+            // noise in the search, or resumed figures of another day): the
+            // winner is timed once more beside those.
+            let rivals = rivals_above(&scored, &contenders, gflops, opts.confirm);
+            if !rivals.is_empty() {
+                let mut again = vec![(config.clone(), gflops)];
+                again.extend(rivals);
+                if let Some((won, g, second)) = confirm(w, harness, opts, &again, again.len())? {
+                    (config, gflops) = (won, g);
+                    c.widened = again.len() - 1;
+                    c.confirmed = g;
+                    c.changed |= second.changed;
+                    c.seconds += second.seconds;
+                }
+            }
             summary.best = Some((config, gflops));
             summary.confirmation = Some(c);
         }
@@ -372,13 +401,7 @@ fn contenders(
     most: usize,
     kept: &[Config],
 ) -> (Vec<(Config, f64)>, usize) {
-    let mut best: BTreeMap<&Config, f64> = BTreeMap::new();
-    for (c, g) in scored {
-        let b = best.entry(c).or_insert(*g);
-        *b = b.max(*g);
-    }
-    let mut out: Vec<(Config, f64)> = best.into_iter().map(|(c, g)| (c.clone(), g)).collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let out = best_of_each(scored);
     let top = out.first().map_or(0.0, |b| b.1);
     let (mut near, rest): (Vec<_>, Vec<_>) = out
         .into_iter()
@@ -392,6 +415,37 @@ fn contenders(
             .filter(|(c, _)| kept.contains(c)),
     );
     (near, count)
+}
+
+/// Each config measured, at its best figure, best first.
+fn best_of_each(scored: &[(Config, f64)]) -> Vec<(Config, f64)> {
+    let mut best: BTreeMap<&Config, f64> = BTreeMap::new();
+    for (c, g) in scored {
+        let b = best.entry(c).or_insert(*g);
+        *b = b.max(*g);
+    }
+    let mut out: Vec<(Config, f64)> = best.into_iter().map(|(c, g)| (c.clone(), g)).collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
+
+/// The configs not among `contenders` whose search figure was more than
+/// [`CONFIRM_WITHIN`] above `confirmed` (what the winner re-timed at), at
+/// most `most`, best first: a re-timing that far below them says the
+/// search's figures of the contenders were high, not that the rivals are slow.
+fn rivals_above(
+    scored: &[(Config, f64)],
+    contenders: &[(Config, f64)],
+    confirmed: f64,
+    most: usize,
+) -> Vec<(Config, f64)> {
+    best_of_each(scored)
+        .into_iter()
+        .filter(|(c, g)| {
+            g * (1.0 - CONFIRM_WITHIN) > confirmed && !contenders.iter().any(|(k, _)| k == c)
+        })
+        .take(most)
+        .collect()
 }
 
 /// Times `contenders` (best first) again, round-robin, [`CONFIRM_ROUNDS`]
@@ -446,6 +500,7 @@ fn confirm(
             searched: contenders[0].1,
             confirmed: gflops,
             changed: k != 0,
+            widened: 0,
             seconds: start.elapsed().as_secs_f64(),
         };
         (contenders[k].0.clone(), gflops, c)
@@ -692,6 +747,7 @@ mod tests {
             searched: 34.3,
             confirmed: 18.2,
             changed: false,
+            widened: 0,
             seconds: 3.7,
         };
         let text = c.to_string();
@@ -703,6 +759,35 @@ mod tests {
         assert!(
             c.to_string().starts_with("the 2 best configs re-timed"),
             "{c}"
+        );
+        c.widened = 3;
+        assert!(
+            c.to_string().ends_with("so again with the next 3 best"),
+            "{c}"
+        );
+    }
+
+    #[test]
+    fn rivals_are_those_the_search_measured_well_above_the_re_timed_winner() {
+        let scored = [
+            (config(1), 100.0),
+            (config(2), 95.0),
+            (config(3), 80.0),
+            (config(3), 60.0),
+            (config(4), 60.0),
+            (config(5), 55.0), // within 10% of 50 re-timed: not a rival
+        ];
+        let near = &scored[..2];
+        let got = rivals_above(&scored, near, 50.0, 4);
+        assert_eq!(got, [(config(3), 80.0), (config(4), 60.0)]);
+        assert_eq!(
+            rivals_above(&scored, near, 50.0, 1).len(),
+            1,
+            "at most `most`"
+        );
+        assert!(
+            rivals_above(&scored, near, 90.0, 4).is_empty(),
+            "none above"
         );
     }
 }

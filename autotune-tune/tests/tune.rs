@@ -246,6 +246,38 @@ fn a_lucky_measurement_is_timed_again_before_it_wins() {
     );
 }
 
+/// Contenders re-timed far below what other configs measured in the search
+/// (resumed figures of another day, a burst of host noise) are timed once
+/// more beside those: re-tuning a 512-channel conv from its committed log
+/// kept a config that re-timed at 110 GFLOP/s over others the log had at
+/// 150-190, never re-timed.
+#[test]
+fn contenders_re_timed_far_below_the_others_are_timed_again_beside_them() {
+    let w = workload(16, 24, 8);
+    let dir = scratch("tune-confirm-widen");
+    let mut opts = options(&dir);
+    opts.confirm = 4;
+    let space = Space::new(&w.op, w.shapes());
+    // Two near the best, two well behind them but far above anything real.
+    let claimed = [1000.0, 950.0, 600.0, 500.0];
+    let configs: Vec<_> = (0..4)
+        .map(|i| space.config_at(space.size() / 5 * i))
+        .collect();
+    for (config, gflops) in configs.iter().zip(claimed) {
+        claim(&w, &opts, config, gflops);
+    }
+    opts.trials = 4;
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let c = s.confirmation.expect("the two close configs are re-timed");
+    assert_eq!((c.contenders, c.widened), (2, 2), "{c}");
+    let (config, gflops) = s.best.unwrap();
+    assert!(configs.contains(&config), "the winner is one of them");
+    assert_eq!(
+        gflops, c.confirmed,
+        "the best holds the last re-timed figure"
+    );
+}
+
 /// The default schedule is re-timed beside the search's best however far
 /// behind its one measurement was: a tuned entry that one lucky trial put
 /// ahead of it must beat it again in the same rounds.

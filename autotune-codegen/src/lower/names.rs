@@ -41,3 +41,7 @@ pub fn buffer_name(op: &Operator, t: TensorRef) -> String {
 pub fn slot_name(op: &Operator, i: usize) -> String {
     format!("{}__slot", buffer_name(op, TensorRef::Input(i)))
 }
+
+/// The prefix of a tiled stage's buffer of partial sums kept apart from its
+/// output ([`super::tiled`]).
+pub const PARTIAL_SUMS: &str = "ps__";

@@ -239,6 +239,14 @@ impl Tiling {
         self.vector.map(|v| v.0)
     }
 
+    /// Whether the reduction runs in several outer blocks (each but the
+    /// first resuming the partial sums of the one before).
+    pub fn split_reduction(&self) -> bool {
+        self.red
+            .iter()
+            .any(|r| r.outer.as_const().is_none_or(|o| o > 1))
+    }
+
     /// Lanes of a stored value (and of a spatial vector).
     pub fn lanes(&self) -> usize {
         self.vector.map_or(1, |v| v.1)

@@ -6,7 +6,7 @@
 
 use autotune_lang::ir::{Affine, AxisId, Stage};
 
-use super::geometry::{known, merge_vars, product, tile_var, Tiling};
+use super::geometry::{ceil_div, known, merge_vars, product, tile_var, Tiling};
 use super::operands::{Access, Level, Source};
 use crate::loopnest::IExpr;
 
@@ -269,6 +269,59 @@ impl Indexer<'_> {
             .map_or(IExpr::Const(0), |(v, _)| product(&target_dims[v + 1..]));
         (flat, lane_stride)
     }
+
+    /// The index of the element at a point in a stage's partial sums kept
+    /// apart from its output ([`partial_sums`]): the vector axis blocked by
+    /// `lanes`, outermost, and the lanes innermost, so an accumulator is one
+    /// aligned run whatever its stride in the output. Needs every extent
+    /// known and the vector's start at a multiple of `lanes`.
+    pub fn partial_index(&self, p: &Point) -> IExpr {
+        let (v, lanes) = self.t.vector.expect("partial sums kept apart are vectors");
+        let mut others = IExpr::Const(0);
+        for a in (0..self.t.n).filter(|&a| a != v) {
+            others = others
+                .times(self.t.ext[a].clone())
+                .plus(self.coordinate(a, p));
+        }
+        let rest = product(
+            self.t
+                .ext
+                .iter()
+                .enumerate()
+                .filter(|(a, _)| *a != v)
+                .map(|(_, e)| e),
+        );
+        self.coordinate(v, p)
+            .times(rest)
+            .plus(others.times(IExpr::Const(lanes as i64)))
+    }
+}
+
+/// Elements of the buffer that keeps the partial sums of a tiled stage apart
+/// from its output, if it needs one: where the reduction runs in several
+/// blocks and the accumulators' lanes are strided in the output (a conv's
+/// output channels in NCHW), each block but the last would store its partial
+/// sums lane by lane and the next reload them so, code that was most of the
+/// C of such a candidate and of its compile time. Kept with the lanes
+/// innermost, each is one vector store and load. Only in a specialisation
+/// (every extent known) with whole vectors along the vector axis.
+pub(super) fn partial_sums(t: &Tiling) -> Option<i64> {
+    let (v, lanes) = t.vector?;
+    if !t.split_reduction() || lanes < 2 || t.lane_reduction().is_some() || !t.known() {
+        return None;
+    }
+    let lanes = lanes as i64;
+    if t.tile[v] % lanes != 0 || known(&product(&t.ext[v + 1..])) == 1 {
+        return None;
+    }
+    let rest = known(&product(
+        t.ext
+            .iter()
+            .enumerate()
+            .filter(|(a, _)| *a != v)
+            .map(|(_, e)| e),
+    ));
+    Some(ceil_div(known(&t.ext[v]), lanes) * lanes * rest)
 }
 
 /// The size of the innermost dimensions of a packed layout (inside the

@@ -12,8 +12,10 @@
 //! stay inside, and once testing each read, for a border tile.
 //!
 //! When the reduction is split into several outer blocks, each block resumes
-//! from the partial sums the previous one stored in the output, and only the
-//! last block stores the final value.
+//! from the partial sums the previous one stored (in the output, or where its
+//! lanes are strided there, in a buffer of their own with the lanes innermost:
+//! [`super::index::partial_sums`]), and only the last block stores the final
+//! value.
 
 use std::ops::Range;
 
@@ -107,6 +109,8 @@ pub(super) struct MicroKernel<'a> {
     overhang: Vec<usize>,
     /// Copies whose next slice the tile prefetches.
     ahead: Vec<Ahead>,
+    /// The buffer of partial sums kept apart from the target, if any.
+    partial: Option<String>,
 }
 
 impl<'a> MicroKernel<'a> {
@@ -129,6 +133,16 @@ impl<'a> MicroKernel<'a> {
             elems: tile_elems(t, order),
             overhang: (0..t.n).filter(|a| t.may_overhang(*a)).collect(),
             ahead: Vec::new(),
+            partial: None,
+        }
+    }
+
+    /// Blocks of the reduction before the last keep their partial sums in
+    /// `buf` (laid out by [`super::index::Indexer::partial_index`]).
+    pub fn keeping_partial_sums(self, buf: Option<String>) -> Self {
+        MicroKernel {
+            partial: buf,
+            ..self
         }
     }
 
@@ -193,11 +207,7 @@ impl<'a> MicroKernel<'a> {
     fn reduction(&self, rop: ReduceOp, rbody: &Expr, unroll: usize) -> Vec<Stmt> {
         let mut out = self.init_accumulators(rop);
         // Several outer blocks: each but the first resumes the partial sums.
-        let split = self
-            .t()
-            .red
-            .iter()
-            .any(|r| r.outer.as_const().is_none_or(|o| o > 1));
+        let split = self.t().split_reduction();
         if split {
             out.push(Stmt::If {
                 conds: self.first_block(),
@@ -260,7 +270,17 @@ impl<'a> MicroKernel<'a> {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                if full {
+                if let Some(buf) = &self.partial {
+                    let load = VExpr::Load {
+                        buf: buf.clone(),
+                        index: self.sites.idx.partial_index(&self.point(e, 0)),
+                        guard: Vec::new(),
+                        pad: 0.0,
+                        lanes: self.lanes(),
+                        stride: 1,
+                    };
+                    self.inside(e, full, self.set_acc(i, load))
+                } else if full {
                     self.reload(i, e)
                 } else if self.lanes() == 1 {
                     self.reload_guarded(i, e, None)
@@ -601,8 +621,33 @@ impl<'a> MicroKernel<'a> {
         self.elems
             .iter()
             .enumerate()
-            .map(|(i, e)| self.store(&acc_name(i), e, full))
+            .map(|(i, e)| match &self.partial {
+                Some(buf) => {
+                    let store = Stmt::Store {
+                        buf: buf.clone(),
+                        index: self.sites.idx.partial_index(&self.point(e, 0)),
+                        value: VExpr::Local(acc_name(i)),
+                        lanes: self.lanes(),
+                        stride: 1,
+                    };
+                    self.inside(e, full, store)
+                }
+                None => self.store(&acc_name(i), e, full),
+            })
             .collect()
+    }
+
+    /// `st` for the element at `offset`: as it is in a `full` tile, else if
+    /// the element (its first lane) is inside the stage.
+    fn inside(&self, offset: &[i64], full: bool, st: Stmt) -> Stmt {
+        match full {
+            true => st,
+            false => Stmt::If {
+                conds: self.in_range(offset, None),
+                then: vec![st],
+                otherwise: Vec::new(),
+            },
+        }
     }
 
     /// Per element `i`, a local of `value(i, point)`, stored.

@@ -56,7 +56,7 @@ use autotune_lang::ir::{Expr, Operator, TensorRef};
 
 use super::dims::Dims;
 use super::naive::Lowerer;
-use super::names::{buffer_name, slot_name};
+use super::names::{buffer_name, slot_name, PARTIAL_SUMS};
 use crate::loopnest::{ConstantCopies, IExpr, Scratch, Stmt};
 use crate::space::{Read, StagePlan};
 use geometry::{product, Tiling};
@@ -271,6 +271,14 @@ fn tiled_nest(
         sites.push(site.load, access);
     }
     let target = buffer_name(op, TensorRef::Stage(consumer.unwrap_or(s)));
+    let partial = index::partial_sums(t).map(|elems| {
+        let name = format!("{PARTIAL_SUMS}{tag}{s}");
+        scratch.push(Scratch {
+            name: name.clone(),
+            elems: IExpr::Const(elems),
+        });
+        name
+    });
     let micro = MicroKernel::new(
         &sites,
         s,
@@ -279,6 +287,7 @@ fn tiled_nest(
         &order,
     )
     .prefetching(ahead)
+    .keeping_partial_sums(partial)
     .lower(reduction, plan.unroll);
     let block_fill = block.iter().map(|b| b.elems).sum();
     out.extend(nest::nest(stage, t, &order, plan, block, micro));
