@@ -190,6 +190,19 @@ fn a_run_resumes_from_its_log() {
     assert!(second.best.unwrap().1 >= first.best.unwrap().1);
 }
 
+/// Distinct configs of `w`, one per figure of `claimed`, each with a trial
+/// claiming it appended to the run's log ([`claim`]).
+fn claim_each(w: &Workload, opts: &TuneOptions, claimed: &[f64]) -> Vec<Config> {
+    let space = Space::new(&w.op, w.shapes());
+    let configs: Vec<Config> = (0..claimed.len() as u128)
+        .map(|i| space.config_at(space.size() / 5 * i))
+        .collect();
+    for (config, gflops) in configs.iter().zip(claimed) {
+        claim(w, opts, config, *gflops);
+    }
+    configs
+}
+
 /// Appends to the run's log a trial of `config` that claims `gflops` (a
 /// measurement in a lucky or unlucky moment).
 fn claim(w: &Workload, opts: &TuneOptions, config: &Config, gflops: f64) {
@@ -218,15 +231,8 @@ fn a_lucky_measurement_is_timed_again_before_it_wins() {
     opts.confirm = 4;
     // Two configs whose one measurement each claimed 1000 and 950 GFLOP/s,
     // and a third far behind them: only the first two are contenders.
-    let space = Space::new(&w.op, w.shapes());
-    let claimed = [1000.0, 950.0, 10.0];
-    let configs: Vec<_> = (0..3)
-        .map(|i| space.config_at(space.size() / 5 * i))
-        .collect();
+    let configs = claim_each(&w, &opts, &[1000.0, 950.0, 10.0]);
     let log = opts.log.clone().unwrap();
-    for (config, gflops) in configs.iter().zip(claimed) {
-        claim(&w, &opts, config, gflops);
-    }
     opts.trials = 3;
     let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     assert_eq!((s.trials, s.resumed), (3, 3), "nothing left to measure");
@@ -257,15 +263,8 @@ fn contenders_re_timed_far_below_the_others_are_timed_again_beside_them() {
     let dir = scratch("tune-confirm-widen");
     let mut opts = options(&dir);
     opts.confirm = 4;
-    let space = Space::new(&w.op, w.shapes());
     // Two near the best, two well behind them but far above anything real.
-    let claimed = [1000.0, 950.0, 600.0, 500.0];
-    let configs: Vec<_> = (0..4)
-        .map(|i| space.config_at(space.size() / 5 * i))
-        .collect();
-    for (config, gflops) in configs.iter().zip(claimed) {
-        claim(&w, &opts, config, gflops);
-    }
+    let configs = claim_each(&w, &opts, &[1000.0, 950.0, 600.0, 500.0]);
     opts.trials = 4;
     let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
     let c = s.confirmation.expect("the two close configs are re-timed");

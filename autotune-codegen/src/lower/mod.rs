@@ -152,9 +152,10 @@ pub fn lower(
         // A buffer of partial sums is the size of the output and filled by
         // every call: allocated per call, it page-faulted in again each time
         // (glibc trims it): a 256-channel 3×3 conv at 14×14 took 1.97–2.09 ms
-        // a call so, 1.68–1.71 with it kept. Other
-        // specialisations allocate per call, so that their C (and their
-        // cache entries) stay as they were.
+        // a call so, 1.68–1.71 with it kept. Other specialisations allocate
+        // per call: kept, their buffers gained nothing (0.97–1.03×,
+        // `keep-scratch-ab-20261206-040500.log`) and would change every
+        // entry's kernel.
         keeps_scratch: scratch.iter().any(|b| b.name.starts_with(PARTIAL_SUMS)),
         scratch,
         constants,

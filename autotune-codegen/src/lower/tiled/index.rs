@@ -283,16 +283,8 @@ impl Indexer<'_> {
                 .times(self.t.ext[a].clone())
                 .plus(self.coordinate(a, p));
         }
-        let rest = product(
-            self.t
-                .ext
-                .iter()
-                .enumerate()
-                .filter(|(a, _)| *a != v)
-                .map(|(_, e)| e),
-        );
         self.coordinate(v, p)
-            .times(rest)
+            .times(beside(self.t, v))
             .plus(others.times(IExpr::Const(lanes as i64)))
     }
 }
@@ -314,13 +306,7 @@ pub(super) fn partial_sums(t: &Tiling) -> Option<i64> {
     if t.tile[v] % lanes != 0 || known(&product(&t.ext[v + 1..])) == 1 {
         return None;
     }
-    let rest = known(&product(
-        t.ext
-            .iter()
-            .enumerate()
-            .filter(|(a, _)| *a != v)
-            .map(|(_, e)| e),
-    ));
+    let rest = known(&beside(t, v));
     Some(ceil_div(known(&t.ext[v]), lanes) * lanes * rest)
 }
 
@@ -328,4 +314,15 @@ pub(super) fn partial_sums(t: &Tiling) -> Option<i64> {
 /// register-tile and inner-reduction levels, which are constants).
 fn inner_size(layout: &[(AxisId, Level, IExpr)]) -> i64 {
     known(&product(layout.iter().map(|l| &l.2)))
+}
+
+/// The product of the extents of every spatial axis but `v`.
+fn beside(t: &Tiling, v: usize) -> IExpr {
+    product(
+        t.ext
+            .iter()
+            .enumerate()
+            .filter(|(a, _)| *a != v)
+            .map(|(_, e)| e),
+    )
 }
