@@ -22,6 +22,7 @@ use autotune_lang::ir::{Affine, DType, Expr, Operator, Stage, TensorRef};
 use crate::target::Isa;
 
 pub mod carry;
+pub mod starts;
 
 /// A knob value: a number (tile sizes, flags) or a name (loop order, vector axis).
 #[derive(

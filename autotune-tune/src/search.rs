@@ -144,6 +144,8 @@ pub struct ModelTuner {
     bests: Vec<f64>,
     /// The corpus workload of each config carried to the first batch (few-shot).
     carried: Vec<String>,
+    /// Register-tile starts measured in the first batch (few-shot).
+    started: usize,
     /// What the nearest past workload of the operator reached (few-shot): the
     /// search does not stop while its best is under [`FEW_SHOT_PRIOR`] of it.
     prior: Option<Reached>,
@@ -201,6 +203,7 @@ impl ModelTuner {
             breeder: None,
             bests: Vec::new(),
             carried: Vec::new(),
+            started: 0,
             prior: None,
             sizes: None,
         }
@@ -235,6 +238,42 @@ impl ModelTuner {
                 }
             }
         }
+        self
+    }
+
+    /// Up to `n` of `starts` ([`Space::register_tile_starts`]) as seeds, the
+    /// ones the model scores best, one per vector choice before a second;
+    /// in the given order where the model cannot score them.
+    pub fn with_ranked_starts(mut self, space: &Space, starts: &[Config], n: usize) -> ModelTuner {
+        let fresh: Vec<(u128, &Config)> = starts
+            .iter()
+            .filter_map(|c| Some((space.canonical(space.index_of(c).ok()?), c)))
+            .filter(|(i, c)| space.sensible(c) && !self.seeds.contains(i))
+            .collect();
+        let points: Vec<u128> = fresh.iter().map(|f| f.0).collect();
+        let mut order: Vec<usize> = (0..fresh.len()).collect();
+        match self.score(space, &points) {
+            Ok(s) => order.sort_by(|&a, &b| s[b].total_cmp(&s[a])),
+            Err(e) => self.failed(&e),
+        }
+        let vector = |c: &Config| {
+            c.0.iter()
+                .find(|(k, _)| k.kind == KnobKind::Vector)
+                .map(|(_, v)| v.clone())
+        };
+        let mut taken: Vec<usize> = Vec::new();
+        for second in [false, true] {
+            for &o in &order {
+                let new_vector = !taken
+                    .iter()
+                    .any(|&t| vector(fresh[t].1) == vector(fresh[o].1));
+                if taken.len() < n && !taken.contains(&o) && (second || new_vector) {
+                    taken.push(o);
+                }
+            }
+        }
+        self.started = taken.len();
+        self.seeds.extend(taken.into_iter().map(|t| fresh[t].0));
         self
     }
 
@@ -739,6 +778,12 @@ impl Tuner for ModelTuner {
                 )
             })
             .collect();
+        if self.started > 0 {
+            notes.push(format!(
+                "few-shot: the first batch measured {} register-tile start(s) (micro-kernel-shaped configs the model ranked first)",
+                self.started
+            ));
+        }
         if !self.carried.is_empty() {
             let mut from = self.carried.clone();
             from.dedup();
@@ -953,6 +998,11 @@ impl std::fmt::Display for Outlook {
 /// Configs a few-shot search measures per batch, so that it can stop early.
 pub const FEW_SHOT_BATCH: usize = 8;
 
+/// Register-tile starts ([`Space::register_tile_starts`]) a few-shot search
+/// measures in its first batch: the corpus's searches rarely met them, so the
+/// model and the configs carried from the corpus seldom propose them.
+pub const FEW_SHOT_STARTS: usize = 2;
+
 /// Share of a pre-trained model's scores a few-shot search is satisfied with:
 /// it stops once the measured best is within 5% of what the model expects.
 pub const FEW_SHOT_WITHIN: f64 = 0.05;
@@ -995,20 +1045,23 @@ pub fn few_shot(
     seed: u64,
     history: Option<&History>,
     seeds: &[Config],
+    starts: &[Config],
     corpus: &[(Config, String)],
 ) -> Result<ModelTuner, ModelError> {
     let space = Space::new(&w.op, w.shapes());
     let mut seeds = starting_configs(w, &space, seeds, history);
     // Seeds are measured first: at most half of the first batch, so that the
-    // model's own picks are measured too.
-    seeds.truncate(FEW_SHOT_BATCH / 2);
+    // model's own picks are measured too; the register-tile starts keep their
+    // share of it.
+    seeds.truncate(FEW_SHOT_BATCH / 2 - FEW_SHOT_STARTS);
     let local = match refit {
         true => Some(crate::model::default_model(Objective::Rank, seed)?),
         false => None,
     };
     let mut t = ModelTuner::new(w, local, opts, seed)
         .with_transfer(global, set)
-        .with_seeds(&space, &seeds);
+        .with_seeds(&space, &seeds)
+        .with_ranked_starts(&space, starts, FEW_SHOT_STARTS);
     t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
     if !refit {
         t.breeder = Some(GeneticTuner::new(seed));

@@ -110,6 +110,7 @@ impl TunerSpec {
                 let global = Box::new(p.forest.clone());
                 let space = Space::new(&w.op, w.shapes());
                 let base = space.default_config_for(&w.op, w.shapes(), p.file.target.isa);
+                let starts = space.register_tile_starts(&base, isa);
                 let corpus: Vec<(Config, String)> = p
                     .seeds_for(&space, &base, FEW_SHOT_BATCH / 2)
                     .into_iter()
@@ -125,6 +126,7 @@ impl TunerSpec {
                         seed,
                         history,
                         seeds,
+                        &starts,
                         &corpus,
                     )?
                     .with_prior(history.and_then(|h| h.reached(w, threads)))

@@ -42,7 +42,19 @@ impl CostModel for SumOfFeatures {
 /// A few-shot tuner of `w` without refits over [`SumOfFeatures`].
 fn sum_tuner(w: &autotune_codegen::Workload, opts: SearchOptions) -> ModelTuner {
     let model = Box::new(SumOfFeatures);
-    search::few_shot(w, model, FeatureSet::Curve, false, opts, 1, None, &[], &[]).unwrap()
+    search::few_shot(
+        w,
+        model,
+        FeatureSet::Curve,
+        false,
+        opts,
+        1,
+        None,
+        &[],
+        &[],
+        &[],
+    )
+    .unwrap()
 }
 
 /// Runs a few-shot search without refits on a GEMM whose "throughput" is
@@ -183,6 +195,7 @@ fn the_first_batch_measures_the_corpus_configs_it_was_given() {
         SearchOptions::default(),
         1,
         None,
+        &[],
         &[],
         &corpus,
     )

@@ -1520,14 +1520,17 @@ fn a_whole_copy_holds_no_more_tiles_than_the_extent_needs() {
 /// whose reduction runs in four blocks of 8 channels and whose vectors run
 /// along the output channels (16 lanes 100 elements apart in the output, the
 /// last vector over its edge), register tiles of 3 rows (over the edge of 10).
+/// A 3×3 conv, stride 1, padding 1, + bias + ReLU (ResNet-18's).
+const CONV3X3_BIAS_RELU: &str = "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
+    let y: Tensor<f32, (K, H, W)> =
+        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+    compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+}";
+
 fn conv_split_along_k() -> (Workload, Config) {
     let w = common::workload(
         "R = 3, S = 3, specialize(C = 32, H = 10, W = 10, K = 24)",
-        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
-            let y: Tensor<f32, (K, H, W)> =
-                compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
-            compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
-        }",
+        CONV3X3_BIAS_RELU,
     );
     let config = config_with(
         &w,
@@ -1582,4 +1585,67 @@ fn split_reductions_keep_strided_partial_sums_apart_as_whole_vectors() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("partial-sums");
     let tally = check_configs(&w, &[config], &dir, 1);
     assert_eq!(tally.checked, 1, "checked: {}", tally.checked);
+}
+
+/// The register-tile starts of a 3×3 conv include oneDNN's kernel shape:
+/// output channels in one vector, a pixel tile of most of AVX-512's 32
+/// registers, the weights copied with the next slice prefetched, the input
+/// broadcast in place, the reduction whole and the epilogue fused; AVX2's
+/// fit its 16 registers; a GEMM's vector runs along its columns with the
+/// matrix it reads along them copied. Every start matches the reference.
+#[test]
+fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
+    use autotune_codegen::Isa;
+    let w = common::workload(
+        "R = 3, S = 3, specialize(C = 24, H = 9, W = 10, K = 32)",
+        CONV3X3_BIAS_RELU,
+    );
+    let space = Space::new(&w.op, w.shapes());
+    let base = space.default_config(&w.op, w.shapes());
+    let knob = |c: &Config, k: &str| c.get(k).map(|v| v.to_string()).unwrap_or_default();
+    let int = |c: &Config, k: &str| knob(c, k).parse::<usize>().unwrap();
+    let starts = space.register_tile_starts(&base, Isa::Avx512);
+    let onednn = starts.iter().find(|c| {
+        knob(c, "y.vector") == "k16"
+            && knob(c, "y.tile.k") == "1"
+            && (12..=26).contains(&(int(c, "y.tile.h") * int(c, "y.tile.v")))
+            && knob(c, "y.split.c") == "24"
+            && knob(c, "y.pack.0") == "0"
+            && knob(c, "y.pack.1") == AHEAD.to_string()
+            && knob(c, "y.fuse") == "1"
+            && knob(c, "y.order") == "k-h-v"
+    });
+    assert!(onednn.is_some(), "{}", listed(&starts));
+    let avx2 = space.register_tile_starts(&base, Isa::Avx2);
+    assert!(!avx2.is_empty());
+    for c in &avx2 {
+        let acc = int(c, "y.tile.k") * int(c, "y.tile.h") * int(c, "y.tile.v");
+        assert!((6..=12).contains(&acc), "{c}");
+    }
+    assert!(
+        avx2.iter().any(|c| knob(c, "y.vector") == "k8"),
+        "{}",
+        listed(&avx2)
+    );
+    let gemm = common::gemm(24, 48, 40);
+    let gspace = Space::new(&gemm.op, gemm.shapes());
+    let gbase = gspace.default_config(&gemm.op, gemm.shapes());
+    let gstarts = gspace.register_tile_starts(&gbase, Isa::Avx512);
+    assert!(
+        gstarts.iter().any(|c| knob(c, "output.vector") == "j16"
+            && knob(c, "output.pack.0") == "0"
+            && knob(c, "output.pack.1") == AHEAD.to_string()),
+        "{}",
+        listed(&gstarts)
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("register-tile-starts");
+    let tally = check_configs(&w, &starts, &dir, 1);
+    assert_eq!(tally.checked, starts.len(), "checked: {}", tally.checked);
+    let gdir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("register-tile-starts-gemm");
+    let tally = check_configs(&gemm, &gstarts, &gdir, 1);
+    assert_eq!(tally.checked, gstarts.len(), "checked: {}", tally.checked);
+}
+
+fn listed(configs: &[Config]) -> String {
+    configs.iter().map(|c| format!("{c}\n")).collect()
 }

@@ -1,0 +1,139 @@
+//! Register-tile starts: configs of the reducing stage shaped as a
+//! hand-written micro-kernel, for a search to measure before the configs a
+//! model ranks.
+//!
+//! A model learns only what its records hold, and random and model-guided
+//! searches of 48–72 trials rarely meet this family: the corpus's best 3×3
+//! conv at C160 20×20 ran at 180 GFLOP/s where such a config ran at 302. Its
+//! shape is what oneDNN's and the `gemm` crate's kernels share: one spatial
+//! axis in whole vectors (one or two), a register tile over the innermost
+//! other axes that fills most of the register file with accumulators, the
+//! operands the vector reads copied in tile order with the next slice
+//! prefetched (the others broadcast in place), the reduction whole, the
+//! epilogue fused, the vector axis's tiles outermost and two loops parallel.
+
+use autotune_lang::analysis::load_sites;
+use autotune_lang::ir::Expr;
+
+use super::{Config, KnobKind, KnobName, Space, StageKind, Value, TILES};
+use crate::target::Isa;
+
+/// Register tiles kept per vector axis and vector count (the caller ranks
+/// them all; those with the least overhang and nearest the register target
+/// first).
+const TILES_PER_SHAPE: usize = 3;
+
+impl Space {
+    /// Configs of the one reducing stage shaped as a micro-kernel for `isa`
+    /// (see the module), every other knob as in `base`; each
+    /// [sensible](Space::sensible), none twice. Empty where the space has no
+    /// one reducing stage.
+    pub fn register_tile_starts(&self, base: &Config, isa: Isa) -> Vec<Config> {
+        let mut reducing = self.stages.iter().enumerate().filter_map(|(s, k)| match k {
+            StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. }
+                if !i.reduce_axes.is_empty() =>
+            {
+                Some((s, i))
+            }
+            _ => None,
+        });
+        let (Some((s, info)), None) = (reducing.next(), reducing.next()) else {
+            return Vec::new();
+        };
+        let stage = &self.op.stages[s];
+        let name = |a: usize| stage.axes[a].name.clone();
+        let knob = |kind| KnobName::new(&info.prefix, kind);
+        let width = isa.max_lanes(self.dtype.size()) as i64;
+        // Accumulators: most of the register file, leaving room for the
+        // vector of the packed operand and the broadcasts.
+        let registers = if isa == Isa::Avx512 { 32 } else { 16 };
+        let (fewest, most, aim) = (registers * 3 / 8, registers * 7 / 8 - 2, registers / 2);
+        let sites = load_sites(&stage.body);
+        let mut out: Vec<Config> = Vec::new();
+        for a in 0..info.n_spatial {
+            if info.extents[a] < width {
+                continue;
+            }
+            // The other axes, innermost two tiled.
+            let others: Vec<usize> = (0..info.n_spatial).filter(|&x| x != a).collect();
+            let tiled = &others[others.len().saturating_sub(2)..];
+            for vectors in [1, 2].into_iter().filter(|v| v * width <= info.extents[a]) {
+                let mut shapes: Vec<(Vec<i64>, f64, i64)> = tile_shapes(tiled.len())
+                    .into_iter()
+                    .filter(|t| {
+                        let acc = vectors * t.iter().product::<i64>();
+                        (fewest..=most).contains(&acc)
+                            && t.iter().zip(tiled).all(|(t, &x)| *t <= info.extents[x])
+                    })
+                    .map(|t| {
+                        // Work past the axes' ends, then distance from the aim.
+                        let waste: f64 = t
+                            .iter()
+                            .zip(tiled)
+                            .map(|(t, &x)| {
+                                let e = info.extents[x];
+                                ((e + t - 1) / t * t) as f64 / e as f64
+                            })
+                            .product();
+                        let acc = vectors * t.iter().product::<i64>();
+                        (t, waste, (acc - aim).abs())
+                    })
+                    .collect();
+                shapes.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.2.cmp(&y.2)));
+                for (t, ..) in shapes.into_iter().take(TILES_PER_SHAPE) {
+                    let mut c = base.clone();
+                    let mut set = |kind, v: Value| {
+                        c.0.insert(knob(kind), v);
+                    };
+                    set(KnobKind::Vector, Value::Name(format!("{}{width}", name(a))));
+                    for x in 0..info.n_spatial {
+                        let tile = match tiled.iter().position(|&y| y == x) {
+                            Some(i) => t[i],
+                            None if x == a => vectors,
+                            None => 1,
+                        };
+                        set(KnobKind::Tile(name(x)), Value::Int(tile));
+                        set(KnobKind::Block(name(x)), Value::Int(1));
+                    }
+                    for (&r, &e) in info.reduce_axes.iter().zip(&info.reduce_extents) {
+                        set(KnobKind::Split(name(r)), Value::Int(e));
+                    }
+                    let order: Vec<String> =
+                        std::iter::once(a).chain(others.clone()).map(name).collect();
+                    set(KnobKind::Order, Value::Name(order.join("-")));
+                    set(KnobKind::Parallel, Value::Int(info.n_spatial.min(2) as i64));
+                    if info.fusible_consumer.is_some() {
+                        set(KnobKind::Fuse, Value::Int(1));
+                    }
+                    for (site, e) in sites.iter().enumerate() {
+                        let along = matches!(e, Expr::Load { index, .. }
+                            if index.iter().any(|ix| ix.coefficient(a) != 0));
+                        let read = match (along, info.blockable.contains(&site)) {
+                            (true, true) => 4,
+                            (true, false) => 1,
+                            (false, _) => 0,
+                        };
+                        set(KnobKind::Pack(site), Value::Int(read));
+                    }
+                    if self.index_of(&c).is_ok() && self.sensible(&c) && !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Every register tile over `n` axes (at most two) from the sizes a tile knob
+/// offers.
+fn tile_shapes(n: usize) -> Vec<Vec<i64>> {
+    match n {
+        0 => vec![vec![]],
+        1 => TILES.iter().map(|&t| vec![t]).collect(),
+        _ => TILES
+            .iter()
+            .flat_map(|&x| TILES.iter().map(move |&y| vec![x, y]))
+            .collect(),
+    }
+}
