@@ -7,7 +7,9 @@
 # not seen merged configs rarely proposes one, so the corpus would hold few),
 # then AHEAD_TRIALS more from the variants of its AHEAD_OF best configs that
 # prefetch a copy ahead (`pack` 4; merge_starts.py's ahead_starts: the same
-# reason), the records kept one log per operator, then `cargo autotune train` on
+# reason), then STARTS_TRIALS more, the first two of them register-tile starts
+# (`Space::register_tile_starts`, which a search measures first where it has
+# not), the records kept one log per operator, then `cargo autotune train` on
 # all of them. Rerun it to make a model for another machine or ISA level:
 #   bash bench/corpus.sh                          # this CPU's best level
 #   AUTOTUNE_TUNE_ISA=avx2 bash bench/corpus.sh   # capped at AVX2
@@ -24,6 +26,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TRIALS=${TRIALS:-48}
 MERGE_TRIALS=${MERGE_TRIALS:-16}
 AHEAD_TRIALS=${AHEAD_TRIALS:-8}
+STARTS_TRIALS=${STARTS_TRIALS:-4}
 SECONDS_EACH=${TUNE_SECONDS:-30}
 # CARGO_AUTOTUNE=<binary> uses that build of cargo-autotune instead.
 autotune_cli
@@ -60,15 +63,18 @@ while read -r op n; do
         # The passes from starts, each topping the workload up by its trials
         # (so that a rerun resumes rather than adds).
         total=$TRIALS
-        for pass in merge ahead; do
+        for pass in merge ahead starts; do
             extra=$MERGE_TRIALS mode=""
             if [ "$pass" = ahead ]; then extra=$AHEAD_TRIALS mode=ahead; fi
+            if [ "$pass" = starts ]; then extra=$STARTS_TRIALS; fi
             ((extra > 0)) || continue
             total=$((total + extra))
-            python3 "$ROOT/bench/merge_starts.py" "$AT" "$ROOT/bench/corpus.rs" "$op" "$ISA" \
-                $mode <<<"$summary" >"$starts"
             start=()
-            if [ -s "$starts" ]; then start=(--start "$starts"); fi
+            if [ "$pass" != starts ]; then
+                python3 "$ROOT/bench/merge_starts.py" "$AT" "$ROOT/bench/corpus.rs" "$op" "$ISA" \
+                    $mode <<<"$summary" >"$starts"
+                if [ -s "$starts" ]; then start=(--start "$starts"); fi
+            fi
             summary=$(tune --trials "$total" "${start[@]}")
             report <<<"$summary"
         done

@@ -243,7 +243,8 @@ impl ModelTuner {
 
     /// Up to `n` of `starts` ([`Space::register_tile_starts`]) as seeds, the
     /// ones the model scores best, one per vector choice before a second;
-    /// in the given order where the model cannot score them.
+    /// in the given order where no model scores yet (a search's first batch
+    /// without transfer).
     pub fn with_ranked_starts(mut self, space: &Space, starts: &[Config], n: usize) -> ModelTuner {
         let fresh: Vec<(u128, &Config)> = starts
             .iter()
@@ -252,9 +253,11 @@ impl ModelTuner {
             .collect();
         let points: Vec<u128> = fresh.iter().map(|f| f.0).collect();
         let mut order: Vec<usize> = (0..fresh.len()).collect();
-        match self.score(space, &points) {
-            Ok(s) => order.sort_by(|&a, &b| s[b].total_cmp(&s[a])),
-            Err(e) => self.failed(&e),
+        if self.can_score() {
+            match self.score(space, &points) {
+                Ok(s) => order.sort_by(|&a, &b| s[b].total_cmp(&s[a])),
+                Err(e) => self.failed(&e),
+            }
         }
         let vector = |c: &Config| {
             c.0.iter()
@@ -998,10 +1001,12 @@ impl std::fmt::Display for Outlook {
 /// Configs a few-shot search measures per batch, so that it can stop early.
 pub const FEW_SHOT_BATCH: usize = 8;
 
-/// Register-tile starts ([`Space::register_tile_starts`]) a few-shot search
-/// measures in its first batch: the corpus's searches rarely met them, so the
-/// model and the configs carried from the corpus seldom propose them.
-pub const FEW_SHOT_STARTS: usize = 2;
+/// Register-tile starts ([`Space::register_tile_starts`]) a search measures
+/// in its first batch: random and model-guided searches rarely met them (the
+/// corpus's best 3×3 conv at C160 20×20 ran at 180 GFLOP/s, such a config at
+/// 302), so a model and the configs carried from its corpus seldom propose
+/// them.
+pub const REGISTER_TILE_STARTS: usize = 2;
 
 /// Share of a pre-trained model's scores a few-shot search is satisfied with:
 /// it stops once the measured best is within 5% of what the model expects.
@@ -1053,7 +1058,7 @@ pub fn few_shot(
     // Seeds are measured first: at most half of the first batch, so that the
     // model's own picks are measured too; the register-tile starts keep their
     // share of it.
-    seeds.truncate(FEW_SHOT_BATCH / 2 - FEW_SHOT_STARTS);
+    seeds.truncate(FEW_SHOT_BATCH / 2 - REGISTER_TILE_STARTS);
     let local = match refit {
         true => Some(crate::model::default_model(Objective::Rank, seed)?),
         false => None,
@@ -1061,7 +1066,7 @@ pub fn few_shot(
     let mut t = ModelTuner::new(w, local, opts, seed)
         .with_transfer(global, set)
         .with_seeds(&space, &seeds)
-        .with_ranked_starts(&space, starts, FEW_SHOT_STARTS);
+        .with_ranked_starts(&space, starts, REGISTER_TILE_STARTS);
     t.name = if refit { "few-shot-refit" } else { "few-shot" }.to_string();
     if !refit {
         t.breeder = Some(GeneticTuner::new(seed));
@@ -1081,8 +1086,9 @@ pub fn few_shot(
 }
 
 /// The model-guided tuner with XGBoost and the given objective, starting from
-/// `seeds` and, when `history` holds trials of other workloads, learning from
-/// them (transfer) and starting from the best configs of the most similar ones.
+/// `seeds`, then two of `starts` ([`Space::register_tile_starts`]) and, when
+/// `history` holds trials of other workloads, learning from them (transfer)
+/// and starting from the best configs of the most similar ones.
 pub fn xgb_tuner(
     w: &Workload,
     objective: Objective,
@@ -1090,6 +1096,7 @@ pub fn xgb_tuner(
     seed: u64,
     history: Option<&History>,
     seeds: &[Config],
+    starts: &[Config],
 ) -> Result<ModelTuner, ModelError> {
     let model = crate::model::default_model(objective, seed)?;
     let space = Space::new(&w.op, w.shapes());
@@ -1100,7 +1107,8 @@ pub fn xgb_tuner(
             t = t.with_transfer(global, set);
         }
     }
-    Ok(t.with_seeds(&space, &seeds))
+    Ok(t.with_seeds(&space, &seeds)
+        .with_ranked_starts(&space, starts, REGISTER_TILE_STARTS))
 }
 
 /// The configs a search starts from: the caller's `seeds`, then the best

@@ -110,7 +110,7 @@ impl TunerSpec {
                 let global = Box::new(p.forest.clone());
                 let space = Space::new(&w.op, w.shapes());
                 let base = space.default_config_for(&w.op, w.shapes(), p.file.target.isa);
-                let starts = space.register_tile_starts(&base, isa);
+                let starts = register_tile_starts(w, isa);
                 let corpus: Vec<(Config, String)> = p
                     .seeds_for(&space, &base, FEW_SHOT_BATCH / 2)
                     .into_iter()
@@ -147,8 +147,16 @@ impl TunerSpec {
                     ..SearchOptions::default()
                 };
                 Box::new(
-                    search::xgb_tuner(w, objective, opts, seed, history, seeds)?
-                        .compiled_at(w, isa),
+                    search::xgb_tuner(
+                        w,
+                        objective,
+                        opts,
+                        seed,
+                        history,
+                        seeds,
+                        &register_tile_starts(w, isa),
+                    )?
+                    .compiled_at(w, isa),
                 )
             }
         })
@@ -221,6 +229,12 @@ impl FromStr for TunerSpec {
             diversity,
         })
     }
+}
+
+/// The register-tile starts of `w` at `isa`, over its default config there.
+fn register_tile_starts(w: &Workload, isa: Isa) -> Vec<Config> {
+    let space = Space::new(&w.op, w.shapes());
+    space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa)
 }
 
 #[cfg(test)]

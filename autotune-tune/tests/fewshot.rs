@@ -271,3 +271,76 @@ fn bred_batches_score_only_what_was_bred() {
         "the second batch scored {more} configs, over the {most} bred and measured"
     );
 }
+
+/// A few-shot first batch measures the two register-tile starts the model
+/// ranks first, of two vector axes where the starts have two, and says so.
+#[test]
+fn a_first_batch_measures_two_register_tile_starts() {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let isa = autotune_codegen::Isa::Avx512;
+    let base = space.default_config_for(&w.op, w.shapes(), isa);
+    let starts = space.register_tile_starts(&base, isa);
+    let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
+    let vector = |i: u128| space.config_at(i).get("output.vector").cloned();
+    let vectors: HashSet<_> = starts.iter().map(|c| vector(index(c))).collect();
+    assert!(vectors.len() >= 2, "{vectors:?}");
+    let mut t = search::few_shot(
+        &w,
+        Box::new(SumOfFeatures),
+        FeatureSet::Curve,
+        false,
+        SearchOptions::default(),
+        1,
+        None,
+        &[],
+        &starts,
+        &[],
+    )
+    .unwrap();
+    let batch = t.propose(&space, 8, &HashSet::new());
+    let measured: Vec<u128> = starts
+        .iter()
+        .map(index)
+        .filter(|i| batch.contains(i))
+        .collect();
+    assert_eq!(measured.len(), 2, "{batch:?}");
+    assert_ne!(vector(measured[0]), vector(measured[1]));
+    let notes = t.notes().join("\n");
+    assert!(
+        notes.contains("measured 2 register-tile start(s)"),
+        "{notes}"
+    );
+}
+
+/// A model-guided search measures two register-tile starts in its first
+/// batch, before it has a model to rank them.
+#[test]
+#[cfg_attr(
+    not(feature = "xgboost"),
+    ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
+)]
+fn a_model_guided_first_batch_measures_two_register_tile_starts() {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let isa = autotune_codegen::Isa::Avx512;
+    let starts = space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa);
+    let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
+    let mut x = search::xgb_tuner(
+        &w,
+        autotune_tune::model::Objective::Rank,
+        SearchOptions::default(),
+        1,
+        None,
+        &[],
+        &starts,
+    )
+    .unwrap();
+    let batch = x.propose(&space, 8, &HashSet::new());
+    let measured = starts
+        .iter()
+        .map(index)
+        .filter(|i| batch.contains(i))
+        .count();
+    assert_eq!(measured, 2, "{batch:?}");
+}

@@ -269,6 +269,7 @@ fn a_tiny_model_guided_run_completes() {
         3,
         None,
         std::slice::from_ref(&seed_config),
+        &[],
     )
     .unwrap();
     let s = tune::tune(&w, &mut t, &opts, &mut |_, _| {}).unwrap();
