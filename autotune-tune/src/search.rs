@@ -241,10 +241,10 @@ impl ModelTuner {
         self
     }
 
-    /// Up to `n` of `starts` ([`Space::register_tile_starts`]) as seeds, the
-    /// ones the model scores best, one per vector choice before a second;
-    /// in the given order where no model scores yet (a search's first batch
-    /// without transfer).
+    /// Up to `n` of `starts` ([`Space::register_tile_starts`]) as seeds: the
+    /// model's best and the generator's first in turn, one per vector choice
+    /// before a second (the given order alone where no model scores yet: a
+    /// search's first batch without transfer).
     pub fn with_ranked_starts(mut self, space: &Space, starts: &[Config], n: usize) -> ModelTuner {
         let fresh: Vec<(u128, &Config)> = starts
             .iter()
@@ -252,10 +252,11 @@ impl ModelTuner {
             .filter(|(i, c)| space.sensible(c) && !self.seeds.contains(i))
             .collect();
         let points: Vec<u128> = fresh.iter().map(|f| f.0).collect();
-        let mut order: Vec<usize> = (0..fresh.len()).collect();
+        let given: Vec<usize> = (0..fresh.len()).collect();
+        let mut ranked = given.clone();
         if self.can_score() {
             match self.score(space, &points) {
-                Ok(s) => order.sort_by(|&a, &b| s[b].total_cmp(&s[a])),
+                Ok(s) => ranked.sort_by(|&a, &b| s[b].total_cmp(&s[a])),
                 Err(e) => self.failed(&e),
             }
         }
@@ -264,16 +265,23 @@ impl ModelTuner {
                 .find(|(k, _)| k.kind == KnobKind::Vector)
                 .map(|(_, v)| v.clone())
         };
+        // The model's pick and the generator's in turn (its order is the
+        // least overhang first: a model that never measured this family may
+        // rank it poorly), each of a vector axis not taken where one is left.
         let mut taken: Vec<usize> = Vec::new();
-        for second in [false, true] {
-            for &o in &order {
-                let new_vector = !taken
-                    .iter()
-                    .any(|&t| vector(fresh[t].1) == vector(fresh[o].1));
-                if taken.len() < n && !taken.contains(&o) && (second || new_vector) {
-                    taken.push(o);
-                }
-            }
+        for turn in 0..n {
+            let from = if turn % 2 == 0 { &ranked } else { &given };
+            let new_vector = |o: &usize| {
+                !taken.contains(o)
+                    && !taken
+                        .iter()
+                        .any(|&t| vector(fresh[t].1) == vector(fresh[*o].1))
+            };
+            let pick = from
+                .iter()
+                .find(|o| new_vector(o))
+                .or_else(|| from.iter().find(|o| !taken.contains(o)));
+            taken.extend(pick.copied());
         }
         self.started = taken.len();
         self.seeds.extend(taken.into_iter().map(|t| fresh[t].0));
@@ -783,7 +791,7 @@ impl Tuner for ModelTuner {
             .collect();
         if self.started > 0 {
             notes.push(format!(
-                "few-shot: the first batch measured {} register-tile start(s) (micro-kernel-shaped configs the model ranked first)",
+                "the first batch measured {} register-tile start(s) (configs shaped as a hand-written micro-kernel)",
                 self.started
             ));
         }
