@@ -41,6 +41,16 @@ impl CostModel for SumOfFeatures {
 
 /// A few-shot tuner of `w` without refits over [`SumOfFeatures`].
 fn sum_tuner(w: &autotune_codegen::Workload, opts: SearchOptions) -> ModelTuner {
+    sum_tuner_from(w, opts, &[], &[])
+}
+
+/// The same, given register-tile starts and configs carried from a corpus.
+fn sum_tuner_from(
+    w: &autotune_codegen::Workload,
+    opts: SearchOptions,
+    starts: &[autotune_codegen::Config],
+    corpus: &[(autotune_codegen::Config, String)],
+) -> ModelTuner {
     let model = Box::new(SumOfFeatures);
     search::few_shot(
         w,
@@ -51,8 +61,8 @@ fn sum_tuner(w: &autotune_codegen::Workload, opts: SearchOptions) -> ModelTuner 
         1,
         None,
         &[],
-        &[],
-        &[],
+        starts,
+        corpus,
     )
     .unwrap()
 }
@@ -187,19 +197,7 @@ fn the_first_batch_measures_the_corpus_configs_it_was_given() {
         (foreign, "conv[C1]".to_string()),
         (good.clone(), "gemm[M7 K7 N7]".to_string()),
     ];
-    let mut t = search::few_shot(
-        &w,
-        Box::new(SumOfFeatures),
-        FeatureSet::Curve,
-        false,
-        SearchOptions::default(),
-        1,
-        None,
-        &[],
-        &[],
-        &corpus,
-    )
-    .unwrap();
+    let mut t = sum_tuner_from(&w, SearchOptions::default(), &[], &corpus);
     let batch = t.propose(&space, 8, &HashSet::new());
     let want = space.canonical(space.index_of(&good).unwrap());
     assert!(batch.contains(&want), "{batch:?}");
@@ -272,8 +270,9 @@ fn bred_batches_score_only_what_was_bred() {
     );
 }
 
-/// A few-shot first batch measures the two register-tile starts the model
-/// ranks first, of two vector axes where the starts have two, and says so.
+/// A few-shot first batch measures two register-tile starts (the model's
+/// pick and the generator's), of two vector axes where the starts have two,
+/// and says so.
 #[test]
 fn a_first_batch_measures_two_register_tile_starts() {
     let w = common::gemm(64, 64, 64);
@@ -285,19 +284,7 @@ fn a_first_batch_measures_two_register_tile_starts() {
     let vector = |i: u128| space.config_at(i).get("output.vector").cloned();
     let vectors: HashSet<_> = starts.iter().map(|c| vector(index(c))).collect();
     assert!(vectors.len() >= 2, "{vectors:?}");
-    let mut t = search::few_shot(
-        &w,
-        Box::new(SumOfFeatures),
-        FeatureSet::Curve,
-        false,
-        SearchOptions::default(),
-        1,
-        None,
-        &[],
-        &starts,
-        &[],
-    )
-    .unwrap();
+    let mut t = sum_tuner_from(&w, SearchOptions::default(), &starts, &[]);
     let batch = t.propose(&space, 8, &HashSet::new());
     let measured: Vec<u128> = starts
         .iter()

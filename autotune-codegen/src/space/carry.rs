@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::{Config, Knob, KnobKind, KnobName, Space, StageKind, Value};
+use super::{Config, Knob, KnobKind, KnobName, Space, StageKind, TiledStage, Value};
 
 /// The reducing stage of a space, for matching spaces: its knobs' prefix and
 /// the extents of its spatial, then reduction axes.
@@ -26,18 +26,7 @@ impl Space {
     /// The one stage the space tiles that reduces; `None` where none or
     /// several do.
     pub fn reducing(&self) -> Option<Reducing<'_>> {
-        let mut reducing = self.stages.iter().filter_map(|s| match s {
-            StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. }
-                if !i.reduce_axes.is_empty() =>
-            {
-                Some(i)
-            }
-            _ => None,
-        });
-        let one = reducing.next()?;
-        if reducing.next().is_some() {
-            return None;
-        }
+        let (_, one) = self.reducing_stage()?;
         Some(Reducing {
             prefix: &one.prefix,
             extents: one
@@ -47,6 +36,20 @@ impl Space {
                 .copied()
                 .collect(),
         })
+    }
+
+    /// The one stage the space tiles that reduces, with its index.
+    pub(super) fn reducing_stage(&self) -> Option<(usize, &TiledStage)> {
+        let mut reducing = self.stages.iter().enumerate().filter_map(|(s, k)| match k {
+            StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. }
+                if !i.reduce_axes.is_empty() =>
+            {
+                Some((s, i))
+            }
+            _ => None,
+        });
+        let one = reducing.next()?;
+        reducing.next().is_none().then_some(one)
     }
 
     /// `from`, a config of a similar space (see the module), carried here

@@ -15,7 +15,7 @@
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::Expr;
 
-use super::{Config, KnobKind, KnobName, Space, StageKind, Value, TILES};
+use super::{Config, KnobKind, KnobName, Space, Value, TILES};
 use crate::target::Isa;
 
 /// Register tiles kept per vector axis and vector count (the caller ranks
@@ -29,15 +29,7 @@ impl Space {
     /// [sensible](Space::sensible), none twice. Empty where the space has no
     /// one reducing stage.
     pub fn register_tile_starts(&self, base: &Config, isa: Isa) -> Vec<Config> {
-        let mut reducing = self.stages.iter().enumerate().filter_map(|(s, k)| match k {
-            StageKind::Tiled(i) | StageKind::FusibleInto { own: i, .. }
-                if !i.reduce_axes.is_empty() =>
-            {
-                Some((s, i))
-            }
-            _ => None,
-        });
-        let (Some((s, info)), None) = (reducing.next(), reducing.next()) else {
+        let Some((s, info)) = self.reducing_stage() else {
             return Vec::new();
         };
         let stage = &self.op.stages[s];
@@ -113,9 +105,12 @@ impl Space {
                     if info.fusible_consumer.is_some() {
                         set(KnobKind::Fuse, Value::Int(1));
                     }
-                    for (site, e) in sites.iter().enumerate() {
-                        let along = matches!(e, Expr::Load { index, .. }
+                    for (site, load) in sites.iter().enumerate() {
+                        let along = matches!(load, Expr::Load { index, .. }
                             if index.iter().any(|ix| ix.coefficient(a) != 0));
+                        // `pack` 4: copied, the next slice prefetched
+                        // (`Read::PackAhead`, under the reduction only); 1:
+                        // copied (`Read::Pack`); 0: read in place.
                         let read = match (along, info.blockable.contains(&site)) {
                             (true, true) => 4,
                             (true, false) => 1,
