@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use autotune_codegen::space::KnobKind;
+use autotune_codegen::space::{KnobKind, KnobName};
 use autotune_codegen::{Config, Isa, Space, Workload};
 
 use crate::compile_cost::SourceSizes;
@@ -144,7 +144,7 @@ pub struct ModelTuner {
     bests: Vec<f64>,
     /// The corpus workload of each config carried to the first batch (few-shot).
     carried: Vec<String>,
-    /// Register-tile starts measured in the first batch (few-shot).
+    /// Register-tile starts measured in the first batch.
     started: usize,
     /// What the nearest past workload of the operator reached (few-shot): the
     /// search does not stop while its best is under [`FEW_SHOT_PRIOR`] of it.
@@ -260,11 +260,11 @@ impl ModelTuner {
                 Err(e) => self.failed(&e),
             }
         }
-        let vector = |c: &Config| {
-            c.0.iter()
-                .find(|(k, _)| k.kind == KnobKind::Vector)
-                .map(|(_, v)| v.clone())
-        };
+        // The starts differ in the reducing stage's vector, not another's.
+        let knob = space
+            .reducing()
+            .map(|r| KnobName::new(r.prefix, KnobKind::Vector));
+        let vector = |c: &Config| knob.as_ref().and_then(|k| c.0.get(k).cloned());
         // The model's pick and the generator's in turn (its order is the
         // least overhang first: a model that never measured this family may
         // rank it poorly), each of a vector axis not taken where one is left.

@@ -271,33 +271,46 @@ fn bred_batches_score_only_what_was_bred() {
 }
 
 /// A few-shot first batch measures two register-tile starts (the model's
-/// pick and the generator's), of two vector axes where the starts have two,
-/// and says so.
+/// pick and the generator's), of two vector axes of the reducing stage where
+/// the starts have two, and says so.
 #[test]
 fn a_first_batch_measures_two_register_tile_starts() {
-    let w = common::gemm(64, 64, 64);
-    let space = Space::new(&w.op, w.shapes());
-    let isa = autotune_codegen::Isa::Avx512;
-    let base = space.default_config_for(&w.op, w.shapes(), isa);
-    let starts = space.register_tile_starts(&base, isa);
-    let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
-    let vector = |i: u128| space.config_at(i).get("output.vector").cloned();
-    let vectors: HashSet<_> = starts.iter().map(|c| vector(index(c))).collect();
-    assert!(vectors.len() >= 2, "{vectors:?}");
-    let mut t = sum_tuner_from(&w, SearchOptions::default(), &starts, &[]);
-    let batch = t.propose(&space, 8, &HashSet::new());
-    let measured: Vec<u128> = starts
-        .iter()
-        .map(index)
-        .filter(|i| batch.contains(i))
-        .collect();
-    assert_eq!(measured.len(), 2, "{batch:?}");
-    assert_ne!(vector(measured[0]), vector(measured[1]));
-    let notes = t.notes().join("\n");
-    assert!(
-        notes.contains("measured 2 register-tile start(s)"),
-        "{notes}"
+    // A GEMM, and a conv whose epilogue stage has a vector knob of its own.
+    let conv = common::workload(
+        "R = 3, S = 3, specialize(C = 16, H = 32, W = 32, K = 32)",
+        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
+            let y: Tensor<f32, (K, H, W)> =
+                compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+            compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+        }",
     );
+    for (w, knob) in [
+        (common::gemm(64, 64, 64), "output.vector"),
+        (conv, "y.vector"),
+    ] {
+        let space = Space::new(&w.op, w.shapes());
+        let isa = autotune_codegen::Isa::Avx512;
+        let base = space.default_config_for(&w.op, w.shapes(), isa);
+        let starts = space.register_tile_starts(&base, isa);
+        let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
+        let vector = |i: u128| space.config_at(i).get(knob).cloned();
+        let vectors: HashSet<_> = starts.iter().map(|c| vector(index(c))).collect();
+        assert!(vectors.len() >= 2, "{vectors:?}");
+        let mut t = sum_tuner_from(&w, SearchOptions::default(), &starts, &[]);
+        let batch = t.propose(&space, 8, &HashSet::new());
+        let measured: Vec<u128> = starts
+            .iter()
+            .map(index)
+            .filter(|i| batch.contains(i))
+            .collect();
+        assert_eq!(measured.len(), 2, "{batch:?}");
+        assert_ne!(vector(measured[0]), vector(measured[1]), "{}", w.key());
+        let notes = t.notes().join("\n");
+        assert!(
+            notes.contains("measured 2 register-tile start(s)"),
+            "{notes}"
+        );
+    }
 }
 
 /// A model-guided search measures two register-tile starts in its first
