@@ -110,7 +110,7 @@ impl TunerSpec {
                 let global = Box::new(p.forest.clone());
                 let space = Space::new(&w.op, w.shapes());
                 let base = space.default_config_for(&w.op, w.shapes(), p.file.target.isa);
-                let starts = register_tile_starts(w, isa);
+                let starts = register_tile_starts(&space, w, isa);
                 let corpus: Vec<(Config, String)> = p
                     .seeds_for(&space, &base, FEW_SHOT_BATCH / 2)
                     .into_iter()
@@ -154,7 +154,7 @@ impl TunerSpec {
                         seed,
                         history,
                         seeds,
-                        &register_tile_starts(w, isa),
+                        &register_tile_starts(&Space::new(&w.op, w.shapes()), w, isa),
                     )?
                     .compiled_at(w, isa),
                 )
@@ -231,9 +231,9 @@ impl FromStr for TunerSpec {
     }
 }
 
-/// The register-tile starts of `w` at `isa`, over its default config there.
-fn register_tile_starts(w: &Workload, isa: Isa) -> Vec<Config> {
-    let space = Space::new(&w.op, w.shapes());
+/// The register-tile starts of `w` (of `space`, its space) at `isa`, over
+/// its default config there.
+fn register_tile_starts(space: &Space, w: &Workload, isa: Isa) -> Vec<Config> {
     space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa)
 }
 

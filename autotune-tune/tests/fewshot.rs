@@ -277,11 +277,7 @@ fn a_first_batch_measures_two_register_tile_starts() {
     // A GEMM, and a conv whose epilogue stage has a vector knob of its own.
     let conv = common::workload(
         "R = 3, S = 3, specialize(C = 16, H = 32, W = 32, K = 32)",
-        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
-            let y: Tensor<f32, (K, H, W)> =
-                compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
-            compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
-        }",
+        common::CONV3X3_BIAS_RELU,
     );
     for (w, knob) in [
         (common::gemm(64, 64, 64), "output.vector"),

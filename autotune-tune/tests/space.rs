@@ -1234,11 +1234,7 @@ fn gemm_constant(m: i64, n: i64, k: i64) -> Workload {
 fn conv3x3_constant(c: i64, hw: i64, k: i64) -> Workload {
     common::workload(
         &format!("constant(w, b), R = 3, S = 3, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})"),
-        "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
-            let y: Tensor<f32, (K, H, W)> =
-                compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
-            compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
-        }",
+        common::CONV3X3_BIAS_RELU,
     )
 }
 
@@ -1520,17 +1516,10 @@ fn a_whole_copy_holds_no_more_tiles_than_the_extent_needs() {
 /// whose reduction runs in four blocks of 8 channels and whose vectors run
 /// along the output channels (16 lanes 100 elements apart in the output, the
 /// last vector over its edge), register tiles of 3 rows (over the edge of 10).
-/// A 3×3 conv, stride 1, padding 1, + bias + ReLU (ResNet-18's).
-const CONV3X3_BIAS_RELU: &str = "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
-    let y: Tensor<f32, (K, H, W)> =
-        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
-    compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
-}";
-
 fn conv_split_along_k() -> (Workload, Config) {
     let w = common::workload(
         "R = 3, S = 3, specialize(C = 32, H = 10, W = 10, K = 24)",
-        CONV3X3_BIAS_RELU,
+        common::CONV3X3_BIAS_RELU,
     );
     let config = config_with(
         &w,
@@ -1598,7 +1587,7 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
     use autotune_codegen::Isa;
     let w = common::workload(
         "R = 3, S = 3, specialize(C = 24, H = 9, W = 10, K = 32)",
-        CONV3X3_BIAS_RELU,
+        common::CONV3X3_BIAS_RELU,
     );
     let space = Space::new(&w.op, w.shapes());
     let base = space.default_config(&w.op, w.shapes());

@@ -39,6 +39,14 @@ pub fn workload(attr: &str, src: &str) -> Workload {
     Workload { op, spec: 0 }
 }
 
+/// A 3×3 conv, stride 1, padding 1, + bias + ReLU (ResNet-18's), as source
+/// for [`workload`] with an attribute that fixes `R = 3, S = 3`.
+pub const CONV3X3_BIAS_RELU: &str = "pub fn conv(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>, b: Tensor<f32, K>) -> Tensor<f32, (K, H, W)> {
+    let y: Tensor<f32, (K, H, W)> =
+        compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]));
+    compute(|k, h, v| max(y[k][h][v] + b[k], 0.0))
+}";
+
 /// A GEMM `mm` at M×N×K.
 pub fn gemm(m: i64, n: i64, k: i64) -> Workload {
     workload(
