@@ -6,7 +6,8 @@
 //! searches of 48–72 trials rarely meet this family: the corpus's best 3×3
 //! conv at C160 20×20 ran at 180 GFLOP/s where such a config ran at 302. Its
 //! shape is what oneDNN's and the `gemm` crate's kernels share: one spatial
-//! axis in whole vectors (one or two), a register tile over the innermost
+//! axis in whole vectors (one or two; where no axis fills one, a vector
+//! partly filled), a register tile over the innermost
 //! other axes that fills most of the register file with accumulators, the
 //! operands the vector reads copied in tile order with the next slice
 //! prefetched (the others broadcast in place), the reduction whole, the
@@ -41,15 +42,28 @@ impl Space {
         let registers = if isa == Isa::Avx512 { 32 } else { 16 };
         let (fewest, most, aim) = (registers * 3 / 8, registers * 7 / 8 - 2, registers / 2);
         let sites = load_sites(&stage.body);
-        let mut out: Vec<Config> = Vec::new();
+        // Axes that fill a vector. Where none does (12 output channels of
+        // 11-pixel rows), those that fill half of one, their vector's unused
+        // lanes counted as the tiles' overhang is, so the start that wastes
+        // least comes first: 16 pixels (11 used) × 12 channels ran a
+        // 44-channel conv at 83 GFLOP/s, 16 channels (12 used) × 2 × 6
+        // pixels at 66, and a 96-trial search without them found 54
+        // (Intel Xeon, 1 thread).
+        let narrow = (0..info.n_spatial).all(|a| info.extents[a] < width);
+        // The axes other than the vector's, and of them the innermost two,
+        // which the register tile spans.
+        let others = |a: usize| -> Vec<usize> { (0..info.n_spatial).filter(|&x| x != a).collect() };
+        let tiled = |others: &[usize]| others[others.len().saturating_sub(2)..].to_vec();
+        let mut tiles: Vec<(usize, i64, Vec<i64>, f64)> = Vec::new();
         for a in 0..info.n_spatial {
-            if info.extents[a] < width {
+            let e = info.extents[a];
+            if e < width && !(narrow && 2 * e >= width) {
                 continue;
             }
-            // The other axes, innermost two tiled.
-            let others: Vec<usize> = (0..info.n_spatial).filter(|&x| x != a).collect();
-            let tiled = &others[others.len().saturating_sub(2)..];
-            for vectors in [1, 2].into_iter().filter(|v| v * width <= info.extents[a]) {
+            let tiled = &tiled(&others(a));
+            for vectors in [1, 2].into_iter().filter(|v| v * width <= e.max(width)) {
+                let lanes = vectors * width;
+                let unused = ((e + lanes - 1) / lanes * lanes) as f64 / e as f64;
                 let mut shapes: Vec<(Vec<i64>, f64, i64)> = tile_shapes(tiled.len())
                     .into_iter()
                     .filter(|t| {
@@ -71,7 +85,7 @@ impl Space {
                             })
                             .product();
                         let acc = vectors * t.iter().product::<i64>();
-                        (t, waste, (acc - aim).abs())
+                        (t, waste * unused, (acc - aim).abs())
                     })
                     .collect();
                 let inner = |t: &[i64]| t.last().copied().unwrap_or(1);
@@ -80,48 +94,56 @@ impl Space {
                         .then(inner(&y.0).cmp(&inner(&x.0)))
                         .then(x.2.cmp(&y.2))
                 });
-                for (t, ..) in shapes.into_iter().take(TILES_PER_SHAPE) {
-                    let mut c = base.clone();
-                    let mut set = |kind, v: Value| {
-                        c.0.insert(knob(kind), v);
-                    };
-                    set(KnobKind::Vector, Value::Name(format!("{}{width}", name(a))));
-                    for x in 0..info.n_spatial {
-                        let tile = match tiled.iter().position(|&y| y == x) {
-                            Some(i) => t[i],
-                            None if x == a => vectors,
-                            None => 1,
-                        };
-                        set(KnobKind::Tile(name(x)), Value::Int(tile));
-                        set(KnobKind::Block(name(x)), Value::Int(1));
-                    }
-                    for (&r, &e) in info.reduce_axes.iter().zip(&info.reduce_extents) {
-                        set(KnobKind::Split(name(r)), Value::Int(e));
-                    }
-                    let order: Vec<String> =
-                        std::iter::once(a).chain(others.clone()).map(name).collect();
-                    set(KnobKind::Order, Value::Name(order.join("-")));
-                    set(KnobKind::Parallel, Value::Int(info.n_spatial.min(2) as i64));
-                    if info.fusible_consumer.is_some() {
-                        set(KnobKind::Fuse, Value::Int(1));
-                    }
-                    for (site, load) in sites.iter().enumerate() {
-                        let along = matches!(load, Expr::Load { index, .. }
-                            if index.iter().any(|ix| ix.coefficient(a) != 0));
-                        // `pack` 4: copied, the next slice prefetched
-                        // (`Read::PackAhead`, under the reduction only); 1:
-                        // copied (`Read::Pack`); 0: read in place.
-                        let read = match (along, info.blockable.contains(&site)) {
-                            (true, true) => 4,
-                            (true, false) => 1,
-                            (false, _) => 0,
-                        };
-                        set(KnobKind::Pack(site), Value::Int(read));
-                    }
-                    if self.index_of(&c).is_ok() && self.sensible(&c) && !out.contains(&c) {
-                        out.push(c);
-                    }
-                }
+                let kept = shapes.into_iter().take(TILES_PER_SHAPE);
+                tiles.extend(kept.map(|(t, waste, _)| (a, vectors, t, waste)));
+            }
+        }
+        if narrow {
+            // On a tie the inner axis, whose lanes lie side by side.
+            tiles.sort_by(|x, y| x.3.total_cmp(&y.3).then(y.0.cmp(&x.0)));
+        }
+        let mut out: Vec<Config> = Vec::new();
+        for (a, vectors, t, _) in tiles {
+            let others = others(a);
+            let tiled = &tiled(&others);
+            let mut c = base.clone();
+            let mut set = |kind, v: Value| {
+                c.0.insert(knob(kind), v);
+            };
+            set(KnobKind::Vector, Value::Name(format!("{}{width}", name(a))));
+            for x in 0..info.n_spatial {
+                let tile = match tiled.iter().position(|&y| y == x) {
+                    Some(i) => t[i],
+                    None if x == a => vectors,
+                    None => 1,
+                };
+                set(KnobKind::Tile(name(x)), Value::Int(tile));
+                set(KnobKind::Block(name(x)), Value::Int(1));
+            }
+            for (&r, &e) in info.reduce_axes.iter().zip(&info.reduce_extents) {
+                set(KnobKind::Split(name(r)), Value::Int(e));
+            }
+            let order: Vec<String> = std::iter::once(a).chain(others).map(name).collect();
+            set(KnobKind::Order, Value::Name(order.join("-")));
+            set(KnobKind::Parallel, Value::Int(info.n_spatial.min(2) as i64));
+            if info.fusible_consumer.is_some() {
+                set(KnobKind::Fuse, Value::Int(1));
+            }
+            for (site, load) in sites.iter().enumerate() {
+                let along = matches!(load, Expr::Load { index, .. }
+                    if index.iter().any(|ix| ix.coefficient(a) != 0));
+                // `pack` 4: copied, the next slice prefetched
+                // (`Read::PackAhead`, under the reduction only); 1:
+                // copied (`Read::Pack`); 0: read in place.
+                let read = match (along, info.blockable.contains(&site)) {
+                    (true, true) => 4,
+                    (true, false) => 1,
+                    (false, _) => 0,
+                };
+                set(KnobKind::Pack(site), Value::Int(read));
+            }
+            if self.index_of(&c).is_ok() && self.sensible(&c) && !out.contains(&c) {
+                out.push(c);
             }
         }
         out
