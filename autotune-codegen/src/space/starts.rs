@@ -7,11 +7,12 @@
 //! conv at C160 20×20 ran at 180 GFLOP/s where such a config ran at 302. Its
 //! shape is what oneDNN's and the `gemm` crate's kernels share: one spatial
 //! axis in whole vectors (one or two; where no axis fills one, a vector
-//! partly filled), a register tile over the innermost
-//! other axes that fills most of the register file with accumulators, the
-//! operands the vector reads copied in tile order with the next slice
-//! prefetched (the others broadcast in place), the reduction whole, the
-//! epilogue fused, the vector axis's tiles outermost and two loops parallel.
+//! partly filled), a register tile over the innermost other axes that fills
+//! most of the register file with accumulators, the operands the vector
+//! reads copied in tile order with the next slice prefetched where the
+//! vector gathers them or other tiles read them again (the others read in
+//! place), the reduction whole, the epilogue fused, the vector axis's tiles
+//! outermost and two loops parallel.
 
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::Expr;
@@ -129,13 +130,34 @@ impl Space {
             if info.fusible_consumer.is_some() {
                 set(KnobKind::Fuse, Value::Int(1));
             }
+            let tile_of = |x: usize| tiled.iter().position(|&y| y == x).map_or(1, |i| t[i]);
             for (site, load) in sites.iter().enumerate() {
-                let along = matches!(load, Expr::Load { index, .. }
-                    if index.iter().any(|ix| ix.coefficient(a) != 0));
+                // An operand read along the vector is copied where the vector
+                // gathers its lanes, or where the tiles of an axis it does not
+                // vary with read it again (a GEMM's B for each block of rows);
+                // else a vector load reads it in place: a narrow conv's input,
+                // its 12 channels all in one tile, ran at 81 GFLOP/s so and at
+                // 43-48 copied.
+                let copy = match load {
+                    Expr::Load { index, .. } => {
+                        let along = index.iter().any(|ix| ix.coefficient(a) != 0);
+                        let contiguous = index.split_last().is_some_and(|(last, outer)| {
+                            last.coefficient(a) == 1
+                                && outer.iter().all(|ix| ix.coefficient(a) == 0)
+                        });
+                        let reread = (0..info.n_spatial).any(|x| {
+                            x != a
+                                && index.iter().all(|ix| ix.coefficient(x) == 0)
+                                && tile_of(x) < info.extents[x]
+                        });
+                        along && (reread || !contiguous)
+                    }
+                    _ => false,
+                };
                 // `pack` 4: copied, the next slice prefetched
                 // (`Read::PackAhead`, under the reduction only); 1:
                 // copied (`Read::Pack`); 0: read in place.
-                let read = match (along, info.blockable.contains(&site)) {
+                let read = match (copy, info.blockable.contains(&site)) {
                     (true, true) => 4,
                     (true, false) => 1,
                     (false, _) => 0,
