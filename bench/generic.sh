@@ -16,7 +16,8 @@
 # - The conv is the ResNet-18 example's `conv3x3_relu` (3×3, stride 1, pad 1, + bias +
 #   ReLU) with the committed cache; the peers' convs have no epilogue. It is timed again
 #   as bench/ops.rs declares it: the same operator and entries plus a bucket for rows of
-#   32-64 pixels (tuned over its range into bench/tuning-cache).
+#   32-64 pixels and one for narrow shapes (H, W, K below 16), each tuned over its range
+#   into bench/tuning-cache.
 # - ONLY=conv times the convs alone.
 # - Peers: OpenBLAS (Debian), the `gemm` and `matrixmultiply` crates (../shared/peers),
 #   oneDNN direct conv and im2col+OpenBLAS for the convs.
@@ -111,7 +112,7 @@ for s in $CONVS; do
   g=$(generic "$CONV_OPS" "$CONV_CACHE" conv3x3_relu "$(conv_args "$s")")
   echo "autotune $s $g -"
 done
-echo "# conv 3x3 with a declared bucket for H = W = 32..=64, GFLOP/s: C,H,K bucketed"
+echo "# conv 3x3 with declared buckets (H = W = 32..=64; H = W = 7..=15, K = 8..=15), GFLOP/s: C,H,K bucketed"
 for s in $CONVS; do
   g=$(generic "$OPS" "$CACHE" conv3x3_relu "$(conv_args "$s")")
   echo "bucketed $s $g"

@@ -93,8 +93,9 @@ pub fn gemm_rows2(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32,
 /// multiple of 16 (most of them below 48), while rows of 32 pixels or more fill vectors
 /// along the row. Its sweep chose row vectors; one bucket down to 7-pixel rows chose
 /// channel vectors, its narrow corner weighing as much as the rest
-/// (`bench/results/tune-conv-bucket-*`). `bench/generic.sh` times the generic kernel
-/// with and without it.
+/// (`bench/results/tune-conv-bucket-*`); and one for narrow shapes, where every
+/// spatial extent is below a vector (its register-tile starts fill one partly).
+/// `bench/generic.sh` times the generic kernel with and without them.
 #[tensor_op(
     constant(w, b),
     R = 3,
@@ -103,7 +104,8 @@ pub fn gemm_rows2(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32,
     specialize(C = 128, H = 28, W = 28, K = 128),
     specialize(C = 256, H = 14, W = 14, K = 256),
     specialize(C = 512, H = 7, W = 7, K = 512),
-    specialize(C = 8..=512, H = 32..=64, W = 32..=64, K = 8..=512)
+    specialize(C = 8..=512, H = 32..=64, W = 32..=64, K = 8..=512),
+    specialize(C = 8..=512, H = 7..=15, W = 7..=15, K = 8..=15)
 )]
 pub fn conv3x3_relu(
     x: Tensor<f32, (C, H, W)>,
