@@ -15,9 +15,9 @@
 //! outermost and two loops parallel.
 
 use autotune_lang::analysis::load_sites;
-use autotune_lang::ir::Expr;
+use autotune_lang::ir::{Affine, Expr};
 
-use super::{Config, KnobKind, KnobName, Space, Value, TILES};
+use super::{Config, KnobKind, KnobName, Space, TiledStage, Value, TILES};
 use crate::target::Isa;
 
 /// Register tiles kept per vector axis and vector count (the caller ranks
@@ -132,28 +132,8 @@ impl Space {
             }
             let tile_of = |x: usize| tiled.iter().position(|&y| y == x).map_or(1, |i| t[i]);
             for (site, load) in sites.iter().enumerate() {
-                // An operand read along the vector is copied where the vector
-                // gathers its lanes, or where the tiles of an axis it does not
-                // vary with read it again (a GEMM's B for each block of rows);
-                // else a vector load reads it in place: a narrow conv's input,
-                // its 12 channels all in one tile, ran at 81 GFLOP/s so and at
-                // 43-48 copied.
-                let copy = match load {
-                    Expr::Load { index, .. } => {
-                        let along = index.iter().any(|ix| ix.coefficient(a) != 0);
-                        let contiguous = index.split_last().is_some_and(|(last, outer)| {
-                            last.coefficient(a) == 1
-                                && outer.iter().all(|ix| ix.coefficient(a) == 0)
-                        });
-                        let reread = (0..info.n_spatial).any(|x| {
-                            x != a
-                                && index.iter().all(|ix| ix.coefficient(x) == 0)
-                                && tile_of(x) < info.extents[x]
-                        });
-                        along && (reread || !contiguous)
-                    }
-                    _ => false,
-                };
+                let copy = matches!(load, Expr::Load { index, .. }
+                    if copied(index, a, info, tile_of));
                 // `pack` 4: copied, the next slice prefetched
                 // (`Read::PackAhead`, under the reduction only); 1:
                 // copied (`Read::Pack`); 0: read in place.
@@ -170,6 +150,25 @@ impl Space {
         }
         out
     }
+}
+
+/// Whether a start copies the operand read at `index` in tile order, with its
+/// vector along axis `a` and tiles of `tile_of` elements along the others: an
+/// operand read along the vector is copied where the vector gathers its lanes
+/// (a conv's weights along output channels, a stride-2 conv's input), or where
+/// the tiles of an axis it does not vary with read it again (a GEMM's B for
+/// each block of rows); else a vector load reads it in place (a narrow conv's
+/// input, its 12 channels all in one tile, ran at 81 GFLOP/s so and at 43–48
+/// copied).
+fn copied(index: &[Affine], a: usize, info: &TiledStage, tile_of: impl Fn(usize) -> i64) -> bool {
+    let along = index.iter().any(|ix| ix.coefficient(a) != 0);
+    let contiguous = index.split_last().is_some_and(|(last, outer)| {
+        last.coefficient(a) == 1 && outer.iter().all(|ix| ix.coefficient(a) == 0)
+    });
+    let reread = (0..info.n_spatial).any(|x| {
+        x != a && index.iter().all(|ix| ix.coefficient(x) == 0) && tile_of(x) < info.extents[x]
+    });
+    along && (reread || !contiguous)
 }
 
 /// Every register tile over `n` axes (at most two) from the sizes a tile knob
