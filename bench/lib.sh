@@ -62,3 +62,15 @@ build_peers() {
         cargo build --release -q --features x86-v4)
     RUSTGEMM="$BUILD/rust-gemm/release/peers-rust-gemm"
 }
+
+# Writes to file $1 a source with one operator, `conv3x3` (stride 1, zero padding 1),
+# specialised at C = $2, H = W = $3, K = $4: a user's new conv shape.
+write_conv3x3() {
+    cat >"$1" <<RS
+use autotune::tensor_op;
+#[tensor_op(R = 3, S = 3, specialize(C = $2, H = $3, W = $3, K = $4))]
+pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
+    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
+}
+RS
+}

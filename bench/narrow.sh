@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Few-shot tuning of narrow 3x3 convs (every spatial extent below one vector: few
 # output channels of short rows), as a default build tunes them (48 trials, 120 s,
-# the machine's thread count, or THREADS=1 pinned to one core), seeds 1-3, this tree's CLI against BEFORE's (another
-# cargo-autotune binary), alternating. Prints the confirmed best GFLOP/s of each run;
-# writes bench/results/narrow-<time>.log.
-#   BEFORE=/path/to/cargo-autotune [THREADS=1] [CONVS="44,11,12 96,9,10 160,7,12"] bash bench/narrow.sh
+# the machine's thread count, or THREADS=1 pinned to one core), seeds 1-3, this
+# tree's CLI against BEFORE's (another cargo-autotune binary), alternating. Prints
+# the confirmed best GFLOP/s of each run; writes bench/results/narrow-<time>.log.
+#   BEFORE=/path/to/cargo-autotune [THREADS=1] [CONVS="44,11,12 96,9,10 160,7,12"] \
+#     bash bench/narrow.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
@@ -21,13 +22,7 @@ exec > >(tee "$OUT") 2>&1
 echo "# narrow convs $(date -Is): $(lscpu | grep 'Model name' | cut -d: -f2 | xargs), $(nproc) vCPUs, $THREADS thread(s), at $(git -C "$ROOT" rev-parse --short HEAD); before: ${BEFORE:?}"
 for conv in $CONVS; do
     IFS=, read -r c h k <<<"$conv"
-    cat >"$WORK/conv-$conv.rs" <<RS
-use autotune::tensor_op;
-#[tensor_op(R = 3, S = 3, specialize(C = $c, H = $h, W = $h, K = $k))]
-pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
-    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
-}
-RS
+    write_conv3x3 "$WORK/conv-$conv.rs" "$c" "$h" "$k"
     for seed in 1 2 3; do
         for which in before after; do
             cli=$CARGO_AUTOTUNE

@@ -55,13 +55,7 @@ RS
 done
 for conv in $CONVS; do
     IFS=, read -r c h k <<<"$conv"
-    cat >"$WORK/conv-$conv.rs" <<RS
-use autotune::tensor_op;
-#[tensor_op(R = 3, S = 3, specialize(C = $c, H = $h, W = $h, K = $k))]
-pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tensor<f32, (K, H, W)> {
-    compute(|k, h, v| sum(|c, r, s| x.pad(0.0)[c][h + r - 1][v + s - 1] * w[k][c][r][s]))
-}
-RS
+    write_conv3x3 "$WORK/conv-$conv.rs" "$c" "$h" "$k"
     tune_new "$WORK/conv-$conv.rs" conv3x3
     for round in 1 2 3; do
         bench_new "$WORK/conv-$conv.rs" conv3x3 "conv $conv"

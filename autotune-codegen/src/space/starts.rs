@@ -112,13 +112,16 @@ impl Space {
                 c.0.insert(knob(kind), v);
             };
             set(KnobKind::Vector, Value::Name(format!("{}{width}", name(a))));
-            for x in 0..info.n_spatial {
-                let tile = match tiled.iter().position(|&y| y == x) {
+            // Each spatial axis's tile (the vector axis's in vectors).
+            let tile: Vec<i64> = (0..info.n_spatial)
+                .map(|x| match tiled.iter().position(|&y| y == x) {
                     Some(i) => t[i],
                     None if x == a => vectors,
                     None => 1,
-                };
-                set(KnobKind::Tile(name(x)), Value::Int(tile));
+                })
+                .collect();
+            for (x, &t) in tile.iter().enumerate() {
+                set(KnobKind::Tile(name(x)), Value::Int(t));
                 set(KnobKind::Block(name(x)), Value::Int(1));
             }
             for (&r, &e) in info.reduce_axes.iter().zip(&info.reduce_extents) {
@@ -130,10 +133,9 @@ impl Space {
             if info.fusible_consumer.is_some() {
                 set(KnobKind::Fuse, Value::Int(1));
             }
-            let tile_of = |x: usize| tiled.iter().position(|&y| y == x).map_or(1, |i| t[i]);
             for (site, load) in sites.iter().enumerate() {
                 let copy = matches!(load, Expr::Load { index, .. }
-                    if copied(index, a, info, tile_of));
+                    if copied(index, a, info, &tile));
                 // `pack` 4: copied, the next slice prefetched
                 // (`Read::PackAhead`, under the reduction only); 1:
                 // copied (`Read::Pack`); 0: read in place.
@@ -153,20 +155,20 @@ impl Space {
 }
 
 /// Whether a start copies the operand read at `index` in tile order, with its
-/// vector along axis `a` and tiles of `tile_of` elements along the others: an
+/// vector along axis `a` and tiles of `tile[x]` elements along the others: an
 /// operand read along the vector is copied where the vector gathers its lanes
 /// (a conv's weights along output channels, a stride-2 conv's input), or where
 /// the tiles of an axis it does not vary with read it again (a GEMM's B for
 /// each block of rows); else a vector load reads it in place (a narrow conv's
 /// input, its 12 channels all in one tile, ran at 81 GFLOP/s so and at 43–48
 /// copied).
-fn copied(index: &[Affine], a: usize, info: &TiledStage, tile_of: impl Fn(usize) -> i64) -> bool {
+fn copied(index: &[Affine], a: usize, info: &TiledStage, tile: &[i64]) -> bool {
     let along = index.iter().any(|ix| ix.coefficient(a) != 0);
     let contiguous = index.split_last().is_some_and(|(last, outer)| {
         last.coefficient(a) == 1 && outer.iter().all(|ix| ix.coefficient(a) == 0)
     });
     let reread = (0..info.n_spatial).any(|x| {
-        x != a && index.iter().all(|ix| ix.coefficient(x) == 0) && tile_of(x) < info.extents[x]
+        x != a && index.iter().all(|ix| ix.coefficient(x) == 0) && tile[x] < info.extents[x]
     });
     along && (reread || !contiguous)
 }

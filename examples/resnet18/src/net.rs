@@ -123,8 +123,9 @@ pub const CLASSES: usize = 1000;
 /// `io` and writes its output to the other; `mid` and `short` hold conv1's and the
 /// shortcut's outputs), so that a layer writes where a layer just before it wrote,
 /// in lines the core still holds, as ONNX Runtime's memory plan does. With a buffer
-/// of its own per layer the pass ran 1.13–1.18× the sum of its calls' warm times
-/// (every output written to lines last touched a pass earlier).
+/// of its own per layer (every output written to lines last touched a pass earlier)
+/// the pass ran 1.10–1.19× the sum of its calls' warm times; so, 1.05–1.11× on 1
+/// thread and 1.14–1.19× on 2 (`bench/results/network-20261206-081319.log`).
 pub struct Workspace {
     stem: Vec<f32>,
     io: [Vec<f32>; 2],
@@ -226,8 +227,9 @@ impl ResNet18 {
             imp,
             max_pool3x3s2_into | max_pool3x3s2_reference_into,
             (&ws.stem, [64, 112, 112]),
-            (&mut ws.io[0][..64 * 56 * 56], [64, 56, 56])
+            (&mut ws.io[0][..ACTIVATION], [64, 56, 56])
         );
+        // Block i reads io[i % 2] and writes io[(i + 1) % 2].
         for (i, b) in self.blocks.iter().enumerate() {
             let (c, h, k, o) = (b.c, b.h, b.k(), b.oh());
             let [x, y] = &mut ws.io;
