@@ -398,6 +398,9 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
     if bodies.contains(STRIDE2_PREFIX) {
         s.push_str(STRIDE2_C);
     }
+    for (lanes, rows) in rows_used(&bodies) {
+        s.push_str(&store_rows_c(k.dtype, lanes, rows));
+    }
     if bodies.contains(HREDUCE_PREFIX) {
         s.push_str(HREDUCE_C);
     }
@@ -479,6 +482,22 @@ pub fn kept_scratch_c(runtime: &str) -> String {
     KEPT_SCRATCH_C.replace("ALLOC(", &format!("{}(", alloc_fn(runtime)))
 }
 
+/// `AT_SHUFFLE2(T, a, b, i...)`: lanes of two vectors of type `T` picked by
+/// constant indices, in the spelling the compiler takes (`__builtin_shuffle`
+/// is GCC's older one: before GCC 12 there is no `__builtin_shufflevector`).
+/// Defined identically wherever it is (a repeated identical definition is
+/// valid C).
+macro_rules! shuffle2_c {
+    () => {
+        "#if defined(__clang__) || __GNUC__ >= 12
+#define AT_SHUFFLE2(T, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define AT_SHUFFLE2(T, a, b, ...) __builtin_shuffle(a, b, (T##i){__VA_ARGS__})
+#endif
+"
+    };
+}
+
 /// The name of a vector load of lanes `0, 2, 4, ...` ([`STRIDE2_C`]).
 const STRIDE2_PREFIX: &str = "at_load_s2_v";
 
@@ -487,23 +506,108 @@ const STRIDE2_PREFIX: &str = "at_load_s2_v";
 /// and one shuffle (`vpermt2ps` at AVX-512), where building the vector lane
 /// by lane cost one load and one insert per lane. The two loads cover exactly
 /// the elements from the first lane to the last, so nothing is read that the
-/// lane-by-lane load would not. `__builtin_shuffle` is GCC's older spelling
-/// (before GCC 12 there is no `__builtin_shufflevector`).
-pub const STRIDE2_C: &str = r#"#ifndef AT_LOAD_STRIDE2
-#define AT_LOAD_STRIDE2
-#if defined(__clang__) || __GNUC__ >= 12
-#define AT_SHUFFLE2(T, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-#define AT_SHUFFLE2(T, a, b, ...) __builtin_shuffle(a, b, (T##i){__VA_ARGS__})
-#endif
-#define AT_LOAD_S2(T, p, last, ...) ({ const T a__ = *(const T##u *)(p); \
+/// lane-by-lane load would not.
+pub const STRIDE2_C: &str = concat!(
+    "#ifndef AT_LOAD_STRIDE2\n#define AT_LOAD_STRIDE2\n",
+    shuffle2_c!(),
+    r#"#define AT_LOAD_S2(T, p, last, ...) ({ const T a__ = *(const T##u *)(p); \
   const T b__ = *(const T##u *)((p) + (last)); AT_SHUFFLE2(T, a__, b__, __VA_ARGS__); })
 #define at_load_s2_v2(p) AT_LOAD_S2(at_v2, p, 1, 0, 3)
 #define at_load_s2_v4(p) AT_LOAD_S2(at_v4, p, 3, 0, 2, 5, 7)
 #define at_load_s2_v8(p) AT_LOAD_S2(at_v8, p, 7, 0, 2, 4, 6, 9, 11, 13, 15)
 #define at_load_s2_v16(p) AT_LOAD_S2(at_v16, p, 15, 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31)
 #endif
-"#;
+"#
+);
+
+/// The prefix of a transposed store of rows ([`store_rows_c`]).
+const ROWS_PREFIX: &str = "at_store_rows_v";
+
+/// The (lanes, rows) of the transposed stores that `bodies` call.
+fn rows_used(bodies: &str) -> std::collections::BTreeSet<(usize, usize)> {
+    bodies
+        .split(ROWS_PREFIX)
+        .skip(1)
+        .filter_map(|rest| {
+            let (shape, _) = rest.split_once('(')?;
+            let (lanes, rows) = shape.split_once('x')?;
+            Some((lanes.parse().ok()?, rows.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `at_store_rows_v{lanes}x{rows}(o, cs, r0, ...)` ([`Stmt::StoreRows`]):
+/// lane `l` of row `j` to `o[l * cs + j]`. The rows are transposed in
+/// registers, log2(rows) rounds of interleaving pairs of vectors by runs of
+/// 1, 2, 4... elements, after which each vector holds `lanes / rows` lanes'
+/// rows one after another; each is then one store of `rows` elements. Written
+/// with the compiler's shuffles, so every ISA level's clone takes it.
+fn store_rows_c(dtype: DType, lanes: usize, rows: usize) -> String {
+    let (t, size) = (dtype.c_name(), dtype.size());
+    let v = format!("at_v{lanes}");
+    let args: Vec<String> = (0..rows).map(|j| format!("r{j}")).collect();
+    let guard = format!("AT_STORE_ROWS_V{lanes}X{rows}");
+    let mut lines = vec![format!(
+        "#define {ROWS_PREFIX}{lanes}x{rows}(o, cs, {}) do {{",
+        args.join(", ")
+    )];
+    lines.push(format!("  {t} *o__ = (o); const int64_t cs__ = (cs);"));
+    // Per group of rows (one row each at first): its vectors as (name, first
+    // lane, lanes), each holding a run of the group's rows per lane.
+    let mut groups: Vec<Vec<(String, usize, usize)>> = (0..rows)
+        .map(|j| {
+            lines.push(format!("  const {v} x{j}__ = (r{j});"));
+            vec![(format!("x{j}__"), 0, lanes)]
+        })
+        .collect();
+    let mut run = 1;
+    while groups.len() > 1 {
+        let round = groups.len();
+        groups = groups
+            .chunks(2)
+            .enumerate()
+            .map(|(g, pair)| {
+                let mut merged = Vec::new();
+                for ((a, first, n), (b, ..)) in pair[0].iter().zip(&pair[1]) {
+                    for half in 0..2 {
+                        // Output run q takes run q/2 of this half from a (q even) or b.
+                        let picks: Vec<String> = (0..lanes)
+                            .map(|i| {
+                                let (q, w) = (i / run, i % run);
+                                let from = (half * lanes / (2 * run) + q / 2) * run + w;
+                                (from + if q % 2 == 1 { lanes } else { 0 }).to_string()
+                            })
+                            .collect();
+                        let name = format!("s{round}_{g}_{}__", merged.len());
+                        lines.push(format!(
+                            "  const {v} {name} = AT_SHUFFLE2({v}, {a}, {b}, {});",
+                            picks.join(", ")
+                        ));
+                        merged.push((name, first + half * n / 2, n / 2));
+                    }
+                }
+                merged
+            })
+            .collect();
+        run *= 2;
+    }
+    for (name, first, n) in &groups[0] {
+        for l in 0..*n {
+            lines.push(format!(
+                "  __builtin_memcpy(o__ + {} * cs__, (const char *)&{name} + {}, {});",
+                first + l,
+                l * rows * size,
+                rows * size
+            ));
+        }
+    }
+    lines.push("} while (0)".to_string());
+    format!(
+        "#ifndef {guard}\n#define {guard}\n{}{}\n#endif\n",
+        shuffle2_c!(),
+        lines.join(" \\\n")
+    )
+}
 
 /// The prefix of a vector's lanes combined into one ([`HREDUCE_C`]).
 const HREDUCE_PREFIX: &str = "at_hred_";
@@ -1050,6 +1154,27 @@ impl Writer {
                     }
                     self.line(depth, "}");
                 }
+            }
+            Stmt::StoreRows {
+                buf,
+                index,
+                rows,
+                lanes,
+                stride,
+            } => {
+                let rows: Vec<String> = rows
+                    .iter()
+                    .map(|r| self.widen(self.vexpr(r), *lanes))
+                    .collect();
+                self.line(
+                    depth,
+                    &format!(
+                        "{ROWS_PREFIX}{lanes}x{}(&{buf}[{}], {stride}, {});",
+                        rows.len(),
+                        iexpr(index),
+                        rows.join(", ")
+                    ),
+                );
             }
             Stmt::If {
                 conds,

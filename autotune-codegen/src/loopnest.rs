@@ -288,6 +288,16 @@ pub enum Stmt {
         lanes: usize,
         stride: i64,
     },
+    /// Vectors of `lanes` stored transposed: lane `l` of `rows[j]` to
+    /// `buf[index + l * stride + j]`, a row of `rows.len()` elements per lane
+    /// (a power of two, at most `lanes`; `stride` at least that).
+    StoreRows {
+        buf: String,
+        index: IExpr,
+        rows: Vec<VExpr>,
+        lanes: usize,
+        stride: i64,
+    },
     /// A hint to fetch the cache line of `buf[index]` into the L2 cache
     /// (`__builtin_prefetch`, which never faults: the index may be past the end).
     Prefetch {
@@ -329,6 +339,9 @@ impl Stmt {
             Stmt::Assign { value, .. } => value.mentions(v),
             Stmt::SetLane { lane, value, .. } => lane.mentions(v) || value.mentions(v),
             Stmt::Store { index, value, .. } => index.mentions(v) || value.mentions(v),
+            Stmt::StoreRows { index, rows, .. } => {
+                index.mentions(v) || rows.iter().any(|r| r.mentions(v))
+            }
             Stmt::Prefetch { index, .. } => index.mentions(v),
             Stmt::If {
                 conds,

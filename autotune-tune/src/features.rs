@@ -863,6 +863,20 @@ impl Walker {
                 let store = self.access(buf, index, *lanes);
                 self.leaf(value, *lanes, Some(store));
             }
+            Stmt::StoreRows {
+                buf,
+                index,
+                rows,
+                lanes,
+                ..
+            } => {
+                // As the element-wise stores it stands for: one per row.
+                for (j, row) in rows.iter().enumerate() {
+                    let at = index.clone().plus(IExpr::Const(j as i64));
+                    let store = self.access(buf, &at, *lanes);
+                    self.leaf(row, *lanes, Some(store));
+                }
+            }
             Stmt::If {
                 then, otherwise, ..
             } => {
