@@ -10,7 +10,9 @@ tuner's re-timing beats it), then, where the config changed, ROUNDS (3) alternat
 rounds of `cargo autotune bench --config` of the entry's config and the new one; the
 entry is put back unless the new median is at least 2% faster. Everything goes to LOG.
 CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache; THREADS
-("1 2") the entries' thread counts.
+("1 2") the entries' thread counts; STARTS a directory whose `OP-SPEC.txt` (as `sweep
+--configs` reads it) adds configs the search measures first beside the entry's (swept
+candidates the model does not rank high).
 """
 import os
 import re
@@ -24,6 +26,7 @@ CACHE = os.environ.get("CACHE", "tuning-cache")
 TRIALS = os.environ.get("TRIALS", "48")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 THREADS = os.environ.get("THREADS", "1 2").split()
+STARTS = os.environ.get("STARTS")
 GAIN = 1.02
 
 
@@ -75,7 +78,8 @@ def main():
             spec = found[0]
             old = config(entry)
             start = "/tmp/retune-ab-start.txt"
-            open(start, "w").write(old + "\n")
+            extra = STARTS and os.path.join(STARTS, f"{op}-{spec}.txt")
+            open(start, "w").write(old + "\n" + (open(extra).read() if extra and os.path.exists(extra) else ""))
             say(f"== {op} spec {spec} [{name}] {threads} thread(s)")
             out = subprocess.run([AT, "autotune", "tune", "--file", FILE, "--cache", CACHE, "--op", op, "--spec", str(spec),
                                   "--threads", threads, "--tuner", "xgb-rank", "--trials", TRIALS, "--start", start,
