@@ -1579,8 +1579,9 @@ fn split_reductions_keep_strided_partial_sums_apart_as_whole_vectors() {
 
 /// Where the reduction is short (a stride-2 1×1 conv's 64 channels), the
 /// starts whose vector runs along the output channels take a power of two of
-/// pixels along the row, which store by rows (1.32× on ResNet-18's C5); a 3×3
-/// conv over 128 channels (1152 steps) keeps its longest row.
+/// pixels along the row, which store by rows, and two vectors of channels
+/// first (ResNet-18's C5 entry, 1.31× its earlier one); a 3×3 conv over 128
+/// channels (1152 steps) keeps one vector and its longest row.
 #[test]
 fn short_reductions_start_from_tiles_that_store_rows() {
     use autotune_codegen::Isa;
@@ -1590,8 +1591,8 @@ fn short_reductions_start_from_tiles_that_store_rows() {
         let base = space.default_config(&w.op, w.shapes());
         space.register_tile_starts(&base, Isa::Avx512)
     };
-    // Pixels per tile of the starts whose reducing stage (whatever its name)
-    // has its vector along the output channels.
+    // Vectors × rows × pixels per tile of the starts whose reducing stage
+    // (whatever its name) has its vector along the output channels.
     let along_k = |cs: Vec<Config>| -> Vec<String> {
         cs.iter()
             .filter_map(|c| {
@@ -1600,7 +1601,11 @@ fn short_reductions_start_from_tiles_that_store_rows() {
                     .iter()
                     .find(|(k, v)| k.to_string().ends_with(".vector") && v.to_string() == "k16")?;
                 let stage = vector.to_string().replace(".vector", "");
-                Some(c.get(&format!("{stage}.tile.v"))?.to_string())
+                let tile = |axis: &str| {
+                    c.get(&format!("{stage}.tile.{axis}"))
+                        .map(|v| v.to_string())
+                };
+                Some(format!("{}x{}x{}", tile("k")?, tile("h")?, tile("v")?))
             })
             .collect()
     };
@@ -1612,7 +1617,7 @@ fn short_reductions_start_from_tiles_that_store_rows() {
     ));
     assert_eq!(
         pointwise.first().map(String::as_str),
-        Some("4"),
+        Some("2x2x4"),
         "{pointwise:?}"
     );
     let conv3x3 = along_k(starts(
@@ -1621,7 +1626,7 @@ fn short_reductions_start_from_tiles_that_store_rows() {
     ));
     assert_eq!(
         conv3x3.first().map(String::as_str),
-        Some("14"),
+        Some("1x1x14"),
         "{conv3x3:?}"
     );
 }

@@ -63,11 +63,15 @@ impl Space {
         // those come first there: the stem's 147 steps ran 1.12-1.26x and a
         // stride-2 1x1 conv's 64 steps 1.32x so, a 3x3 conv's 576 1.02x
         // (Intel Xeon, 1 thread).
+        // There, too, two vectors come first: each broadcast of the input
+        // feeds both (oneDNN's shape), where one vector is load-bound (the
+        // stem 197 against 164 GFLOP/s for one vector of 16 pixels; every
+        // such entry ResNet-18 tuned has two).
         let steps: i64 = info.reduce_extents.iter().product();
         let last = info.n_spatial.saturating_sub(1);
+        let short = |a: usize| a != last && steps < 32 * width;
         let rows = |a: usize, t: &[i64]| {
-            a != last
-                && steps < 32 * width
+            short(a)
                 && t.last()
                     .is_some_and(|&x| (2..=width).contains(&x) && x.count_ones() == 1)
         };
@@ -78,7 +82,8 @@ impl Space {
                 continue;
             }
             let tiled = &tiled(&others(a));
-            for vectors in [1, 2].into_iter().filter(|v| v * width <= e.max(width)) {
+            let counts = if short(a) { [2, 1] } else { [1, 2] };
+            for vectors in counts.into_iter().filter(|v| v * width <= e.max(width)) {
                 let lanes = vectors * width;
                 let unused = ((e + lanes - 1) / lanes * lanes) as f64 / e as f64;
                 let mut shapes: Vec<(Vec<i64>, f64, i64)> = tile_shapes(tiled.len())
