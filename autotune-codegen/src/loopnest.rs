@@ -356,6 +356,14 @@ impl Stmt {
         }
     }
 
+    /// Whether a register tile stores `run` elements along the output's last
+    /// axis, in vectors of `lanes` strided there, as rows ([`Stmt::StoreRows`]):
+    /// a power of two, 2 to `lanes`. The lowering and the register-tile starts
+    /// both ask.
+    pub fn stores_rows(run: i64, lanes: i64) -> bool {
+        (2..=lanes).contains(&run) && run.count_ones() == 1
+    }
+
     /// A scalar store.
     pub fn store(buf: &str, index: IExpr, value: VExpr) -> Stmt {
         Stmt::Store {

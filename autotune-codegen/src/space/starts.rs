@@ -18,6 +18,7 @@ use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{Affine, Expr};
 
 use super::{Config, KnobKind, KnobName, Space, TiledStage, Value, TILES};
+use crate::loopnest::Stmt;
 use crate::target::Isa;
 
 /// Register tiles kept per vector axis and vector count (the caller ranks
@@ -71,9 +72,7 @@ impl Space {
         let last = info.n_spatial.saturating_sub(1);
         let short = |a: usize| a != last && steps < 32 * width;
         let rows = |a: usize, t: &[i64]| {
-            short(a)
-                && t.last()
-                    .is_some_and(|&x| (2..=width).contains(&x) && x.count_ones() == 1)
+            short(a) && t.last().is_some_and(|&x| Stmt::stores_rows(x, width))
         };
         let mut tiles: Vec<(usize, i64, Vec<i64>, f64)> = Vec::new();
         for a in 0..info.n_spatial {

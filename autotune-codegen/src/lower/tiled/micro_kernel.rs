@@ -682,14 +682,13 @@ impl<'a> MicroKernel<'a> {
         let t = self.t();
         let lanes = self.lanes();
         let last = t.n.checked_sub(1)?;
-        let run = usize::try_from(t.tile[last]).ok()?;
         if t.lane_reduction().is_some()
             || t.vector_axis().is_none_or(|v| v == last)
-            || !run.is_power_of_two()
-            || !(2..=lanes).contains(&run)
+            || !Stmt::stores_rows(t.tile[last], lanes as i64)
         {
             return None;
         }
+        let run = t.tile[last] as usize;
         // Elements by their offsets (along the other axes, then along
         // `last`): each run is `run` of them, offsets 0, 1, ... along `last`,
         // which lie one apart (the target is row-major over the stage's axes).
