@@ -493,6 +493,11 @@ impl Operator {
             .expect("an operator has at least one stage")
     }
 
+    /// Whether `t` is an input declared `constant(...)`.
+    pub fn is_constant(&self, t: TensorRef) -> bool {
+        matches!(t, TensorRef::Input(i) if self.constants.contains(&i))
+    }
+
     /// Name of a tensor, as the user wrote it (`output` for the result).
     pub fn tensor_name(&self, t: TensorRef) -> &str {
         match t {

@@ -1692,8 +1692,11 @@ fn tiles_along_a_strided_vector_store_rows_of_pixels() {
 /// output channels in one vector, a pixel tile of most of AVX-512's 32
 /// registers, the weights copied with the next slice prefetched, the input
 /// broadcast in place, the reduction whole and the epilogue fused; AVX2's
-/// fit its 16 registers; a GEMM's vector runs along its columns with the
-/// matrix it reads along them copied. Every start matches the reference.
+/// fit its 16 registers; a GEMM's first runs two vectors along its columns,
+/// with the matrix it reads along them copied one block at a time inside
+/// the reduction's blocks and only the columns' tiles parallel (GotoBLAS's
+/// shape), or with the next slice prefetched where that matrix is a
+/// constant, whose copy a handle keeps. Every start matches the reference.
 #[test]
 fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
     use autotune_codegen::Isa;
@@ -1728,16 +1731,34 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
         "{}",
         listed(&avx2)
     );
-    let gemm = common::gemm(24, 48, 40);
+    let gemm = common::gemm(24, 64, 40);
     let gspace = Space::new(&gemm.op, gemm.shapes());
     let gbase = gspace.default_config(&gemm.op, gemm.shapes());
     let gstarts = gspace.register_tile_starts(&gbase, Isa::Avx512);
-    assert!(
-        gstarts.iter().any(|c| knob(c, "output.vector") == "j16"
-            && knob(c, "output.pack.0") == "0"
-            && knob(c, "output.pack.1") == AHEAD.to_string()),
-        "{}",
-        listed(&gstarts)
+    let first = |starts: &[Config], pack: i64, order: &str, parallel: &str| {
+        let c = starts.first().unwrap_or_else(|| panic!("no GEMM start"));
+        assert_eq!(
+            ["vector", "tile.j", "pack.0", "pack.1", "order", "parallel"]
+                .map(|k| knob(c, &format!("output.{k}"))),
+            ["j16", "2", "0", &pack.to_string(), order, parallel],
+            "{}",
+            listed(starts)
+        );
+    };
+    first(&gstarts, BLOCK_PACKED, "/j-i", "1");
+    let constant = common::workload(
+        "constant(b), specialize(M = 24, N = 64, K = 40)",
+        "pub fn mm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+        }",
+    );
+    let cspace = Space::new(&constant.op, constant.shapes());
+    let cbase = cspace.default_config(&constant.op, constant.shapes());
+    first(
+        &cspace.register_tile_starts(&cbase, Isa::Avx512),
+        AHEAD,
+        "j-i",
+        "2",
     );
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("register-tile-starts");
     let tally = check_configs(&w, &starts, &dir, 1);

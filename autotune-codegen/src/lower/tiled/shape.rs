@@ -4,7 +4,7 @@
 //! [`super::micro_kernel`], innermost first.
 
 use autotune_lang::analysis::load_sites;
-use autotune_lang::ir::{AxisId, Expr, Operator, TensorRef};
+use autotune_lang::ir::{AxisId, Expr, Operator};
 
 use super::geometry::{ceil_div, known, product, reduction, Tiling};
 use super::nest::{ahead, copy_depth, outer_levels, OuterLevel};
@@ -93,10 +93,7 @@ pub(crate) fn stage_shape(
         // A specialisation makes its copies of a constant input once per
         // handle, not per call (a declared bucket's generic kernel copies per
         // call; its features do not tell).
-        let per_call = match tensor {
-            TensorRef::Input(input) => !op.constants.contains(input),
-            TensorRef::Stage(_) => true,
-        };
+        let per_call = !op.is_constant(*tensor);
         let copied = if per_call { 1.0 } else { 0.0 };
         let (storage, strides, footprint) = match operands_of.source(site, read, &plan.order) {
             // (A guarded read's border tests are not features: the model sees
