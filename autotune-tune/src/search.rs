@@ -140,9 +140,9 @@ pub struct ModelTuner {
     /// Without a local model: breeds the later batches from the measured
     /// configs (ranked by the global model where its scores track them).
     breeder: Option<GeneticTuner>,
-    /// Whether a bred batch has been proposed (the first steps its best's
-    /// unroll: [`ModelTuner::unroll_steps`]).
-    bred_once: bool,
+    /// Whether a few-shot search that chose to stop has taken its last look
+    /// ([`ModelTuner::unroll_steps`]); it proposes nothing more.
+    looked: bool,
     /// The best throughput after each batch (0 before any config ran).
     bests: Vec<f64>,
     /// The corpus workload of each config carried to the first batch (few-shot).
@@ -204,7 +204,7 @@ impl ModelTuner {
             overhead: Overhead::default(),
             outlook: None,
             breeder: None,
-            bred_once: false,
+            looked: false,
             bests: Vec::new(),
             carried: Vec::new(),
             started: 0,
@@ -709,6 +709,9 @@ impl Tuner for ModelTuner {
             out.extend(random_fresh(&mut self.rng, space, left, &seen));
             return out;
         }
+        if self.looked {
+            return out; // a few-shot search's last look is measured: done
+        }
         // Past the first batch, few-shot without a local model breeds its
         // batches; the fixed model only judges whether to stop, from the best
         // configs it scored and nobody measured. Annealing again would walk the
@@ -720,7 +723,13 @@ impl Tuner for ModelTuner {
             self.anneal(space, left * self.opts.pool, &seen)
         };
         let picked = match cands {
-            Ok(cands) if self.should_stop(space, &cands) => return Vec::new(),
+            // Once, before it stops: the best's next unroll depths.
+            Ok(cands) if self.should_stop(space, &cands) => {
+                return match std::mem::replace(&mut self.looked, true) {
+                    false => self.unroll_steps(space, &seen),
+                    true => Vec::new(),
+                };
+            }
             Ok(_) if bred => self.breed(space, left, &seen),
             Ok(_) if self.opts.tile_diverse && self.observed.is_empty() => {
                 let leaders = self.tile_leaders(space, &seen, &out, left * self.opts.pool);
@@ -874,32 +883,42 @@ impl ModelTuner {
     /// (the genetic tuner's crossover and mutation), the `n` best by the
     /// global model's score where its scores track this workload, else as bred.
     fn breed(&mut self, space: &Space, n: usize, seen: &HashSet<u128>) -> Vec<u128> {
-        let steps = match std::mem::replace(&mut self.bred_once, true) {
-            false => self.unroll_steps(space, seen),
-            true => Vec::new(),
-        };
-        if !steps.is_empty() {
-            let mut seen = seen.clone();
-            seen.extend(steps.iter().copied());
-            let rest = n.saturating_sub(steps.len());
-            return steps
-                .into_iter()
-                .chain(self.breed_from(space, rest, &seen))
-                .take(n)
-                .collect();
+        let pool = n * self.opts.pool;
+        let bred = self
+            .breeder
+            .as_mut()
+            .expect("called with a breeder")
+            .propose(space, pool, seen);
+        let tracks = self.outlook.as_ref().is_some_and(|o| o.expected.is_some());
+        if !tracks {
+            // As bred, the large ones last (a stable sort).
+            let large = self.large(space, &bred);
+            let mut order: Vec<(u128, bool)> = bred.into_iter().zip(large).collect();
+            order.sort_by_key(|b| b.1);
+            return order.into_iter().take(n).map(|b| b.0).collect();
         }
-        self.breed_from(space, n, seen)
+        match self.score(space, &bred) {
+            Ok(scores) => {
+                let cands: Vec<(u128, f32)> = bred.into_iter().zip(scores).collect();
+                self.pick_diverse(space, &cands, n)
+            }
+            Err(e) => {
+                self.failed(&e);
+                bred.into_iter().take(n).collect()
+            }
+        }
     }
 
-    /// For the first bred batch, the measured best's neighbours
-    /// along its `unroll` knobs (the next depth up and down), unmeasured: a
-    /// register-tile start takes its unroll from the default schedule, and
-    /// which depth a tile runs best at is what the pre-trained model tells
-    /// least (a C80 48² 3×3 conv's start: 424 GFLOP/s at unroll 2 against
-    /// 401 at 4 on two threads, where 160 xgb-rank trials never measured
-    /// it; Intel Xeon). Only once: stepping each new best's unroll kept
-    /// ResNet-18's cold build searching for gains of 1-3%, 196 s against
-    /// 162 (`resnet18-cold-20261206-130710.log`).
+    /// A few-shot search's last look before it stops early: the measured
+    /// best's neighbours along its `unroll` knobs (the next depth up and
+    /// down), unmeasured. A register-tile start takes its unroll from the
+    /// default schedule, and which depth a tile runs best at is what the
+    /// pre-trained model tells least (a C80 48² 3×3 conv's start: 424
+    /// GFLOP/s at unroll 2 against 401 at 4 on two threads, where 160
+    /// xgb-rank trials never measured it; Intel Xeon). A last look, not a
+    /// step in a batch: stepping the best's unroll in the first bred batch
+    /// kept ResNet-18's cold build searching for gains of 1-3%, 201 s
+    /// against 157 (`resnet18-cold-20261206-132103.log`).
     fn unroll_steps(&self, space: &Space, seen: &HashSet<u128>) -> Vec<u128> {
         let Some(best) = self
             .observed
@@ -929,37 +948,6 @@ impl ModelTuner {
             }
         }
         out
-    }
-
-    /// Offspring of the measured configs (see [`ModelTuner::breed`]).
-    fn breed_from(&mut self, space: &Space, n: usize, seen: &HashSet<u128>) -> Vec<u128> {
-        if n == 0 {
-            return Vec::new();
-        }
-        let pool = n * self.opts.pool;
-        let bred = self
-            .breeder
-            .as_mut()
-            .expect("called with a breeder")
-            .propose(space, pool, seen);
-        let tracks = self.outlook.as_ref().is_some_and(|o| o.expected.is_some());
-        if !tracks {
-            // As bred, the large ones last (a stable sort).
-            let large = self.large(space, &bred);
-            let mut order: Vec<(u128, bool)> = bred.into_iter().zip(large).collect();
-            order.sort_by_key(|b| b.1);
-            return order.into_iter().take(n).map(|b| b.0).collect();
-        }
-        match self.score(space, &bred) {
-            Ok(scores) => {
-                let cands: Vec<(u128, f32)> = bred.into_iter().zip(scores).collect();
-                self.pick_diverse(space, &cands, n)
-            }
-            Err(e) => {
-                self.failed(&e);
-                bred.into_iter().take(n).collect()
-            }
-        }
     }
 
     /// Whether the few-shot search is done: a batch past the first stopped
@@ -1241,11 +1229,10 @@ mod tests {
         );
     }
 
-    /// The first bred batch measures the best config's next unroll depths,
-    /// up and down (those not measured yet), before any offspring; later
-    /// batches do not step a best's unroll.
+    /// A last look steps the measured best's unroll: its next depths up and
+    /// down, those not measured yet.
     #[test]
-    fn a_bred_batch_steps_the_best_configs_unroll_first() {
+    fn the_last_look_steps_the_best_configs_unroll() {
         let item: syn::ItemFn = syn::parse_str(crate::features::PROBES[1].1).unwrap();
         let attr = "R = 3, S = 3, specialize(C = 128, H = 28, W = 28, K = 128)";
         let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
@@ -1256,27 +1243,21 @@ mod tests {
         let unroll = (0..space.knobs.len())
             .find(|&k| space.knobs[k].name.kind == KnobKind::Unroll)
             .expect("an unroll knob");
-        assert!(space.knobs[unroll].choices.len() > 2);
+        assert!(space.knobs[unroll].choices.len() > 3);
         let with = |u: usize| {
             let mut d = base.clone();
             d[unroll] = u;
             space.canonical(space.from_digits(&d))
         };
         let mut t = ModelTuner::new(&w, None, SearchOptions::default(), 1);
-        t.breeder = Some(GeneticTuner::new(1));
-        let (best, worse) = (with(1), with(0));
-        t.observe(&space, &[(best, Some(100.0)), (worse, Some(50.0))]);
-        let mut seen: HashSet<u128> = [best, worse].into();
-        // Down is measured already: only up.
-        let batch = t.breed(&space, 4, &seen);
-        assert_eq!(batch.len(), 4);
-        assert_eq!(batch[0], with(2));
-        assert!(!batch[1..].contains(&with(2)));
-        seen.insert(with(2));
+        t.observe(&space, &[(with(1), Some(100.0)), (with(3), Some(50.0))]);
+        let mut seen: HashSet<u128> = [with(1), with(3)].into();
+        assert_eq!(t.unroll_steps(&space, &seen), [with(0), with(2)]);
+        seen.insert(with(0));
+        assert_eq!(t.unroll_steps(&space, &seen), [with(2)]);
+        // A new best: its own neighbours.
         t.observe(&space, &[(with(2), Some(200.0))]);
-        // The new best's next depth up is not stepped to.
-        let later = t.breed(&space, 8, &seen);
-        assert!(!later.contains(&with(2)));
-        assert_ne!(later.first(), Some(&with(3)));
+        seen.insert(with(2));
+        assert_eq!(t.unroll_steps(&space, &seen), Vec::<u128>::new());
     }
 }

@@ -169,17 +169,18 @@ fn a_model_whose_scores_do_not_track_the_measurements_runs_its_budget() {
 
 /// Where the model cannot judge and the measurements stop improving, the
 /// search stops on them alone: two batches past the first that gained nothing
-/// end it after three (24 trials), and the note says how far it is from
-/// converged is unknown.
+/// end it after three (24 trials) and a last look at the best's next unroll
+/// depths (one or two more), and the note says how far it is from converged
+/// is unknown.
 #[test]
 fn a_search_the_model_cannot_judge_stops_when_two_batches_gain_little() {
     let (trials, t) = run(|_| 1.0, 64);
-    assert_eq!(trials, 24);
+    assert!((25..=26).contains(&trials), "{trials} trials");
     let outlook = t.outlook().expect("the search judged its progress");
     assert!(outlook.stopped && outlook.expected.is_none(), "{outlook:?}");
     let notes = t.notes().join("\n");
     assert!(
-        notes.contains("stopped after 24 trials") && notes.contains("do not track"),
+        notes.contains(&format!("stopped after {trials} trials")) && notes.contains("do not track"),
         "{notes}"
     );
 }
