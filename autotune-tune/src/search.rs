@@ -1178,10 +1178,9 @@ fn starting_configs(
 mod tests {
     use super::*;
 
-    /// The model's three best configs share one register tile; the first
-    /// batch's picks come one per tile, the batch's seeds' tiles last.
-    #[test]
-    fn a_first_batch_picks_one_config_per_register_tile() {
+    /// A 3×3 conv's workload (C = K = 128 at 28²), its space, and the digits
+    /// of its default config for AVX-512.
+    fn conv_at_its_default() -> (Workload, Space, Vec<usize>) {
         let item: syn::ItemFn = syn::parse_str(crate::features::PROBES[1].1).unwrap();
         let attr = "R = 3, S = 3, specialize(C = 128, H = 28, W = 28, K = 128)";
         let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
@@ -1189,6 +1188,14 @@ mod tests {
         let space = Space::new(&w.op, w.shapes());
         let default = space.default_config_for(&w.op, w.shapes(), Isa::Avx512);
         let base = space.digits(space.index_of(&default).unwrap());
+        (w, space, base)
+    }
+
+    /// The model's three best configs share one register tile; the first
+    /// batch's picks come one per tile, the batch's seeds' tiles last.
+    #[test]
+    fn a_first_batch_picks_one_config_per_register_tile() {
+        let (w, space, base) = conv_at_its_default();
         let live = space.live_knobs(&base);
         let knob = |kind: &dyn Fn(&KnobKind) -> bool| {
             (0..space.knobs.len())
@@ -1233,13 +1240,7 @@ mod tests {
     /// down, those not measured yet.
     #[test]
     fn the_last_look_steps_the_best_configs_unroll() {
-        let item: syn::ItemFn = syn::parse_str(crate::features::PROBES[1].1).unwrap();
-        let attr = "R = 3, S = 3, specialize(C = 128, H = 28, W = 28, K = 128)";
-        let op = autotune_lang::parse_operator(attr.parse().unwrap(), &item).unwrap();
-        let w = Workload { op, spec: 0 };
-        let space = Space::new(&w.op, w.shapes());
-        let default = space.default_config_for(&w.op, w.shapes(), Isa::Avx512);
-        let base = space.digits(space.index_of(&default).unwrap());
+        let (w, space, base) = conv_at_its_default();
         let unroll = (0..space.knobs.len())
             .find(|&k| space.knobs[k].name.kind == KnobKind::Unroll)
             .expect("an unroll knob");
