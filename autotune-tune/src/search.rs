@@ -148,7 +148,8 @@ pub struct ModelTuner {
     /// The corpus workload of each config carried to the first batch (few-shot).
     carried: Vec<String>,
     /// Register-tile starts measured in the first batch.
-    started: usize,
+    /// The register-tile starts the first batch measures.
+    starts: Vec<u128>,
     /// What the nearest past workload of the operator reached (few-shot): the
     /// search does not stop while its best is under [`FEW_SHOT_PRIOR`] of it.
     prior: Option<Reached>,
@@ -207,7 +208,7 @@ impl ModelTuner {
             looked: false,
             bests: Vec::new(),
             carried: Vec::new(),
-            started: 0,
+            starts: Vec::new(),
             prior: None,
             sizes: None,
         }
@@ -273,8 +274,8 @@ impl ModelTuner {
             let from = if turn % 2 == 0 { &ranked } else { &given };
             taken.extend(from.iter().find(|o| !taken.contains(o)).copied());
         }
-        self.started = taken.len();
-        self.seeds.extend(taken.into_iter().map(|t| fresh[t].0));
+        self.starts = taken.iter().map(|&t| fresh[t].0).collect();
+        self.seeds.extend(self.starts.iter().copied());
         self
     }
 
@@ -788,10 +789,10 @@ impl Tuner for ModelTuner {
                 )
             })
             .collect();
-        if self.started > 0 {
+        if !self.starts.is_empty() {
             notes.push(format!(
                 "the first batch measured {} register-tile start(s) (configs shaped as a hand-written micro-kernel)",
-                self.started
+                self.starts.len()
             ));
         }
         if !self.carried.is_empty() {
@@ -909,16 +910,18 @@ impl ModelTuner {
         }
     }
 
-    /// A few-shot search's last look before it stops early: the measured
-    /// best's neighbours along its `unroll` knobs (the next depth up and
-    /// down), unmeasured. A register-tile start takes its unroll from the
-    /// default schedule, and which depth a tile runs best at is what the
-    /// pre-trained model tells least (a C80 48² 3×3 conv's start: 424
-    /// GFLOP/s at unroll 2 against 401 at 4 on two threads, where 160
-    /// xgb-rank trials never measured it; Intel Xeon). A last look, not a
-    /// step in a batch: stepping the best's unroll in the first bred batch
-    /// kept ResNet-18's cold build searching for gains of 1-3%, 201 s
-    /// against 157 (`resnet18-cold-20261206-132103.log`).
+    /// A few-shot search's last look before it stops early, where its best
+    /// is a register-tile start: the start's neighbours along its `unroll`
+    /// knobs (the next depth up and down), unmeasured. A start takes its
+    /// unroll from the default schedule, and which depth a tile runs best at
+    /// is what the pre-trained model tells least (a C80 48² 3×3 conv's
+    /// start: 424 GFLOP/s at unroll 2 against 401 at 4 on two threads,
+    /// where 160 xgb-rank trials never measured it; Intel Xeon). Only
+    /// there, and only at the end: stepping the best's unroll in the first
+    /// bred batch kept ResNet-18's cold build searching for gains of 1-3%
+    /// (201 s against 157, `resnet18-cold-20261206-132103.log`), and a last
+    /// look at every search's best cost it 181-183 s against 153-174
+    /// (`resnet18-cold-20261206-133202.log`, `-140518.log`).
     fn unroll_steps(&self, space: &Space, seen: &HashSet<u128>) -> Vec<u128> {
         let Some(best) = self
             .observed
@@ -928,6 +931,9 @@ impl ModelTuner {
         else {
             return Vec::new();
         };
+        if !self.starts.contains(&best.0) {
+            return Vec::new();
+        }
         let digits = space.digits(best.0);
         let live = space.live_knobs(&digits);
         let mut out = Vec::new();
@@ -1236,10 +1242,10 @@ mod tests {
         );
     }
 
-    /// A last look steps the measured best's unroll: its next depths up and
-    /// down, those not measured yet.
+    /// A last look steps the unroll of a best that is a register-tile start:
+    /// its next depths up and down, those not measured yet.
     #[test]
-    fn the_last_look_steps_the_best_configs_unroll() {
+    fn the_last_look_steps_a_starts_unroll() {
         let (w, space, base) = conv_at_its_default();
         let unroll = (0..space.knobs.len())
             .find(|&k| space.knobs[k].name.kind == KnobKind::Unroll)
@@ -1251,14 +1257,14 @@ mod tests {
             space.canonical(space.from_digits(&d))
         };
         let mut t = ModelTuner::new(&w, None, SearchOptions::default(), 1);
+        t.starts = vec![with(1)];
         t.observe(&space, &[(with(1), Some(100.0)), (with(3), Some(50.0))]);
         let mut seen: HashSet<u128> = [with(1), with(3)].into();
         assert_eq!(t.unroll_steps(&space, &seen), [with(0), with(2)]);
         seen.insert(with(0));
         assert_eq!(t.unroll_steps(&space, &seen), [with(2)]);
-        // A new best: its own neighbours.
-        t.observe(&space, &[(with(2), Some(200.0))]);
-        seen.insert(with(2));
+        // A best that is not a start: its unroll was searched.
+        t.observe(&space, &[(with(3), Some(200.0))]);
         assert_eq!(t.unroll_steps(&space, &seen), Vec::<u128>::new());
     }
 }

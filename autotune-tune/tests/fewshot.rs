@@ -169,20 +169,74 @@ fn a_model_whose_scores_do_not_track_the_measurements_runs_its_budget() {
 
 /// Where the model cannot judge and the measurements stop improving, the
 /// search stops on them alone: two batches past the first that gained nothing
-/// end it after three (24 trials) and a last look at the best's next unroll
-/// depths (one or two more), and the note says how far it is from converged
-/// is unknown.
+/// end it after three (24 trials), and the note says how far it is from
+/// converged is unknown.
 #[test]
 fn a_search_the_model_cannot_judge_stops_when_two_batches_gain_little() {
     let (trials, t) = run(|_| 1.0, 64);
-    assert!((25..=26).contains(&trials), "{trials} trials");
+    assert_eq!(trials, 24);
     let outlook = t.outlook().expect("the search judged its progress");
     assert!(outlook.stopped && outlook.expected.is_none(), "{outlook:?}");
     let notes = t.notes().join("\n");
     assert!(
-        notes.contains(&format!("stopped after {trials} trials")) && notes.contains("do not track"),
+        notes.contains("stopped after 24 trials") && notes.contains("do not track"),
         "{notes}"
     );
+}
+
+/// The same search where a register-tile start is the best config: before
+/// it stops it measures the start's next unroll depths (the start took its
+/// unroll from the default schedule), and then nothing more.
+#[test]
+fn a_search_whose_best_is_a_start_looks_at_its_unroll_before_it_stops() {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let isa = autotune_codegen::Isa::Avx512;
+    let starts = space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa);
+    let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
+    let opts = SearchOptions {
+        epsilon: 0.0,
+        stop_within: Some(FEW_SHOT_WITHIN),
+        ..SearchOptions::default()
+    };
+    let mut t = sum_tuner_from(&w, opts, &starts, &[]);
+    // Every start runs at 2, everything else at 1.
+    let starts: HashSet<u128> = starts.iter().map(index).collect();
+    let mut order = Vec::new();
+    let mut measured = HashSet::new();
+    loop {
+        let batch = t.propose(&space, 8, &measured);
+        if batch.is_empty() || order.len() >= 64 {
+            break;
+        }
+        let results: Vec<(u128, Option<f64>)> = batch
+            .iter()
+            .map(|&i| (i, Some(if starts.contains(&i) { 2.0 } else { 1.0 })))
+            .collect();
+        order.extend(batch.iter().copied());
+        measured.extend(batch);
+        t.observe(&space, &results);
+    }
+    let unroll = |i: u128| space.config_at(i).get("output.unroll").cloned();
+    let (searched, looked) = order.split_at(24);
+    assert!((1..=2).contains(&looked.len()), "{} trials", order.len());
+    let best = *searched.iter().rev().find(|i| starts.contains(i)).unwrap();
+    // Every knob but the unroll, as text.
+    let rest = |i: u128| -> Vec<String> {
+        let c = space.config_at(i);
+        c.0.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .filter(|kv| !kv.starts_with("output.unroll="))
+            .collect()
+    };
+    for &i in looked {
+        assert_ne!(unroll(i), unroll(best));
+        assert_eq!(
+            rest(i),
+            rest(best),
+            "the last look changed more than the unroll"
+        );
+    }
 }
 
 /// Configs carried from a model's corpus are measured in the first batch and

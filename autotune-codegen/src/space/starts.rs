@@ -93,9 +93,9 @@ impl Space {
                 continue;
             }
             let tiled = &tiled(&others(a));
-            // So they do in a GEMM: two vectors of 8-12 rows ran 1-8% ahead
-            // of one of 12-16 on 8 of 10 shapes and thread counts, 256³ to
-            // 600×700×800.
+            // So they do in a GEMM: two vectors of 8-12 rows ran 1.05-1.15×
+            // one of 12-16 on 8 of 10 shapes and thread counts, 256³ to
+            // 96×1500×640 (all but 127×255×511; `gemm-starts-20261206-134632.log`).
             let counts = if short(a) || gemm { [2, 1] } else { [1, 2] };
             for vectors in counts.into_iter().filter(|v| v * width <= e.max(width)) {
                 let lanes = vectors * width;
@@ -198,10 +198,10 @@ impl Space {
             // only the vector axis's tiles parallel, a GEMM's panel of B
             // (not a constant, whose copy a handle keeps) is copied once per
             // column block and read from cache by every block of rows
-            // (GotoBLAS's packing). Against B copied whole with its next
-            // slice prefetched, 2-21% faster on 9 of 10 GEMM shapes and
-            // thread counts (96×1500×640: 156 → 189 GFLOP/s on one thread,
-            // 298 → 362 on two), 6% slower on 127×255×511.
+            // (GotoBLAS's packing). The start so ran 1.02-1.23× the one
+            // before it (one vector, B copied whole with its next slice
+            // prefetched, two loops parallel) on 5 GEMM shapes at 1 and 2
+            // threads (`gemm-starts-20261206-134632.log`).
             let per_block = reads.contains(&3);
             let order: Vec<String> = std::iter::once(a).chain(others).map(name).collect();
             let slash = if per_block { "/" } else { "" };
