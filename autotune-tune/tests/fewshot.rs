@@ -84,32 +84,62 @@ fn run_with(
 ) -> (usize, f64, ModelTuner) {
     let w = common::gemm(64, 64, 64);
     let space = Space::new(&w.op, w.shapes());
-    let opts = SearchOptions {
+    let mut t = sum_tuner(&w, stopping()).with_prior(prior);
+    let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
+    let (measured, best) = search(&mut t, &space, budget, |i| {
+        let f = featurizer.features(&space.config_at(i)).unwrap();
+        truth(f.iter().sum())
+    });
+    (measured.len(), best, t)
+}
+
+/// A GEMM 64³, its space, and its register-tile starts for AVX-512.
+fn gemm_and_its_starts() -> (
+    autotune_codegen::Workload,
+    Space,
+    Vec<autotune_codegen::Config>,
+) {
+    let w = common::gemm(64, 64, 64);
+    let space = Space::new(&w.op, w.shapes());
+    let isa = autotune_codegen::Isa::Avx512;
+    let starts = space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa);
+    (w, space, starts)
+}
+
+/// Few-shot options that stop early, without random picks.
+fn stopping() -> SearchOptions {
+    SearchOptions {
         epsilon: 0.0,
         stop_within: Some(FEW_SHOT_WITHIN),
         ..SearchOptions::default()
-    };
-    let mut t = sum_tuner(&w, opts).with_prior(prior);
-    let featurizer = autotune_tune::features::Featurizer::new(&w, FeatureSet::Curve);
+    }
+}
+
+/// Measures the batches `t` proposes as `truth` of each config, until it
+/// proposes none or `budget` trials ran; returns the configs measured, in
+/// order, and the best throughput.
+fn search(
+    t: &mut ModelTuner,
+    space: &Space,
+    budget: usize,
+    truth: impl Fn(u128) -> f64,
+) -> (Vec<u128>, f64) {
+    let mut order = Vec::new();
     let mut measured = HashSet::new();
     let mut best = 0.0f64;
-    while measured.len() < budget {
-        let batch = t.propose(&space, 8.min(budget - measured.len()), &measured);
+    while order.len() < budget {
+        let batch = t.propose(space, 8.min(budget - order.len()), &measured);
         if batch.is_empty() {
             break;
         }
-        let results: Vec<(u128, Option<f64>)> = batch
-            .iter()
-            .map(|&i| {
-                let f = featurizer.features(&space.config_at(i)).unwrap();
-                (i, Some(truth(f.iter().sum())))
-            })
-            .collect();
+        let results: Vec<(u128, Option<f64>)> =
+            batch.iter().map(|&i| (i, Some(truth(i)))).collect();
+        order.extend(batch.iter().copied());
         measured.extend(batch);
         best = results.iter().filter_map(|r| r.1).fold(best, f64::max);
-        t.observe(&space, &results);
+        t.observe(space, &results);
     }
-    (measured.len(), best, t)
+    (order, best)
 }
 
 #[test]
@@ -189,34 +219,18 @@ fn a_search_the_model_cannot_judge_stops_when_two_batches_gain_little() {
 /// unroll from the default schedule), and then nothing more.
 #[test]
 fn a_search_whose_best_is_a_start_looks_at_its_unroll_before_it_stops() {
-    let w = common::gemm(64, 64, 64);
-    let space = Space::new(&w.op, w.shapes());
-    let isa = autotune_codegen::Isa::Avx512;
-    let starts = space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa);
+    let (w, space, starts) = gemm_and_its_starts();
     let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
-    let opts = SearchOptions {
-        epsilon: 0.0,
-        stop_within: Some(FEW_SHOT_WITHIN),
-        ..SearchOptions::default()
-    };
-    let mut t = sum_tuner_from(&w, opts, &starts, &[]);
+    let mut t = sum_tuner_from(&w, stopping(), &starts, &[]);
     // Every start runs at 2, everything else at 1.
     let starts: HashSet<u128> = starts.iter().map(index).collect();
-    let mut order = Vec::new();
-    let mut measured = HashSet::new();
-    loop {
-        let batch = t.propose(&space, 8, &measured);
-        if batch.is_empty() || order.len() >= 64 {
-            break;
+    let (order, _) = search(&mut t, &space, 64, |i| {
+        if starts.contains(&i) {
+            2.0
+        } else {
+            1.0
         }
-        let results: Vec<(u128, Option<f64>)> = batch
-            .iter()
-            .map(|&i| (i, Some(if starts.contains(&i) { 2.0 } else { 1.0 })))
-            .collect();
-        order.extend(batch.iter().copied());
-        measured.extend(batch);
-        t.observe(&space, &results);
-    }
+    });
     let unroll = |i: u128| space.config_at(i).get("output.unroll").cloned();
     let (searched, looked) = order.split_at(24);
     assert!((1..=2).contains(&looked.len()), "{} trials", order.len());
@@ -371,10 +385,7 @@ fn a_first_batch_measures_two_register_tile_starts() {
     ignore = "needs the cost model: the xgboost feature (cargo test --workspace turns it on)"
 )]
 fn a_model_guided_first_batch_measures_two_register_tile_starts() {
-    let w = common::gemm(64, 64, 64);
-    let space = Space::new(&w.op, w.shapes());
-    let isa = autotune_codegen::Isa::Avx512;
-    let starts = space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa);
+    let (w, space, starts) = gemm_and_its_starts();
     let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
     let mut x = search::xgb_tuner(
         &w,

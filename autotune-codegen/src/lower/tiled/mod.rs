@@ -298,9 +298,9 @@ fn tiled_nest(
 fn constant_input(op: &Operator, load: &Expr) -> Option<usize> {
     match load {
         Expr::Load {
-            tensor: TensorRef::Input(i),
+            tensor: t @ TensorRef::Input(i),
             ..
-        } if op.constants.contains(i) => Some(*i),
+        } if op.is_constant(*t) => Some(*i),
         _ => None,
     }
 }
