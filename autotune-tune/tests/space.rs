@@ -1768,6 +1768,44 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
     assert_eq!(tally.checked, gstarts.len(), "checked: {}", tally.checked);
 }
 
+/// A GEMM's starts are ranked by their time per useful FMA, not by overhang
+/// alone: one vector of rows loads a broadcast for each of its FMAs, so at
+/// 200×300×400 two vectors of 10 or 8 rows (300 columns in 320) come before
+/// one of 12 (in 304), which ran 0.80× them on 2 threads; and a vector down
+/// C's columns (0.70–0.87× along its rows at every shape swept) comes after
+/// the rows' even where its tiles fit exactly (96×1500×640). Where two
+/// vectors overhang far more (64×200×300: 224 of 200 columns), one of 16
+/// rows still comes first, as it ran 1.06–1.11× faster.
+#[test]
+fn gemm_starts_rank_tiles_by_their_time_per_useful_fma() {
+    use autotune_codegen::Isa;
+    let first = |m, n, k| {
+        let g = common::gemm(m, n, k);
+        let space = Space::new(&g.op, g.shapes());
+        let base = space.default_config(&g.op, g.shapes());
+        let starts = space.register_tile_starts(&base, Isa::Avx512);
+        let c = starts.first().cloned().expect("GEMM starts");
+        let knob = |k: &str| c.get(k).map(|v| v.to_string()).unwrap_or_default();
+        (
+            knob("output.vector"),
+            knob("output.tile.j"),
+            listed(&starts),
+        )
+    };
+    for (m, n, k, vectors) in [
+        (200, 300, 400, "2"),
+        (96, 1500, 640, "2"),
+        (64, 200, 300, "1"),
+    ] {
+        let (vector, tile_j, all) = first(m, n, k);
+        assert_eq!(
+            (vector.as_str(), tile_j.as_str()),
+            ("j16", vectors),
+            "{m}x{n}x{k}:\n{all}"
+        );
+    }
+}
+
 /// Where no axis fills a vector (12 output channels of 11-pixel rows), the
 /// starts put one in the axis whose tiles waste least with it: 16 pixels of
 /// a row (11 used) times all 12 channels, its input read in place, which

@@ -94,6 +94,9 @@ enum Command {
         /// Also list every knob with its choices.
         #[arg(long)]
         knobs: bool,
+        /// Also list the register-tile starts, in the order a search takes them.
+        #[arg(long)]
+        starts: bool,
     },
     /// Compile one config, check it against the reference and time it.
     Bench {
@@ -459,7 +462,11 @@ fn workload(target: &OpArgs) -> Result<Workload> {
 fn main() -> Result<()> {
     let Cargo::Autotune(cli) = Cargo::parse();
     match cli.command {
-        Command::Space { target, knobs } => {
+        Command::Space {
+            target,
+            knobs,
+            starts,
+        } => {
             let isa = host_target()?.isa;
             for op in load(&target)? {
                 for spec in 0..op.specializations.len() {
@@ -481,10 +488,13 @@ fn main() -> Result<()> {
                             println!("  {:<28} {}", k.name, choices.join(" "));
                         }
                     }
-                    println!(
-                        "  default ({isa}): {}",
-                        space.default_config_for(&op, w.shapes(), isa)
-                    );
+                    let default = space.default_config_for(&op, w.shapes(), isa);
+                    println!("  default ({isa}): {default}");
+                    if starts {
+                        for c in space.register_tile_starts(&default, isa) {
+                            println!("  start: {c}");
+                        }
+                    }
                 }
                 if op.specializations.is_empty() {
                     println!("{}: no specialisation (only the generic kernel)", op.name);

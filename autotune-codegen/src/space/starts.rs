@@ -83,6 +83,10 @@ impl Space {
         // down A's columns); two vectors of it (below); B copied one block
         // at a time (below).
         let gemm = info.n_spatial == 2;
+        // A GEMM's vector down C's columns (lanes a row apart in C, A copied
+        // transposed) ran 0.70-0.87× the best start along its rows at every
+        // shape and thread count swept (`sweep-gemm-starts-20261206-*.log`).
+        let strided = |a: usize| if gemm && a != last { STRIDED_GEMM } else { 1.0 };
         let mut axes: Vec<usize> = (0..info.n_spatial).collect();
         if gemm {
             axes.reverse();
@@ -132,12 +136,16 @@ impl Space {
                         .then(x.2.cmp(&y.2))
                 });
                 let kept = shapes.into_iter().take(TILES_PER_SHAPE);
-                tiles.extend(kept.map(|(t, waste, _)| (a, vectors, t, waste)));
+                tiles.extend(kept.map(|(t, waste, _)| {
+                    let cost = waste * load_bound(vectors, &t) * strided(a);
+                    (a, vectors, t, cost)
+                }));
             }
         }
         if narrow || gemm {
-            // Least overhang first (a GEMM's 48 columns: one vector, not two);
-            // on a tie the inner axis, whose lanes lie side by side.
+            // The least time per useful FMA first (a GEMM's 48 columns: one
+            // vector, not two; 300 columns: two vectors of 8 rows, not one of
+            // 12); on a tie the inner axis, whose lanes lie side by side.
             tiles.sort_by(|x, y| x.3.total_cmp(&y.3).then(y.0.cmp(&x.0)));
         }
         let mut out: Vec<Config> = Vec::new();
@@ -251,6 +259,21 @@ impl Space {
         spatial * reduction * self.dtype.size() as i64
     }
 }
+
+/// How much longer than its FMAs a register tile of `vectors` vectors by
+/// `tile` elements takes a reduction step where loads issue at the rate FMAs
+/// do (two a cycle on the x86 cores measured): it loads each vector and
+/// broadcasts each element. One vector of 12 rows (13 loads, 12 FMAs) ran a
+/// GEMM 200×300×400 at 0.80× two of 8 (10 loads, 16 FMAs) on 2 threads, and
+/// 1000³ at 0.77×, where overhang alone ranked it first.
+fn load_bound(vectors: i64, tile: &[i64]) -> f64 {
+    let elements: i64 = tile.iter().product();
+    let fmas = vectors * elements;
+    ((vectors + elements) as f64 / fmas as f64).max(1.0)
+}
+
+/// The cost factor of a GEMM start whose vector runs down C's columns.
+const STRIDED_GEMM: f64 = 4.0 / 3.0;
 
 /// Whether and why a start copies an operand in tile order.
 #[derive(Clone, Copy, PartialEq, Eq)]
