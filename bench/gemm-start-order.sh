@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The order of the GEMM register-tile starts (issue 16): on each GEMM shape, at 1
-# and 2 threads, every start the generator proposes (`cargo autotune space
-# --starts`) measured in one sweep, listed in the generator's order with its
-# GFLOP/s, beside the FMA peak. A search measures the generator's first start
+# and 2 threads, every start the generator proposes for that thread count
+# (`cargo autotune space --starts --threads N`) measured in one sweep, listed in
+# the generator's order with its GFLOP/s, beside the FMA peak. A search measures the generator's first start
 # (and the model's pick) in its first batch, so the first should be at or near
 # the best. Writes bench/results/gemm-start-order-<time>.log.
 set -euo pipefail
@@ -27,7 +27,7 @@ pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N
     compute(|i, j| sum(|k| a[i][k] * b[k][j]))
 }
 RS
-        $AT space --file "$WORK/gemm.rs" --op gemm --starts | sed -n 's/^  start: //p' >"$WORK/starts.txt"
+        $AT space --file "$WORK/gemm.rs" --op gemm --starts --threads "$threads" | sed -n 's/^  start: //p' >"$WORK/starts.txt"
         $AT sweep --file "$WORK/gemm.rs" --op gemm --threads "$threads" --samples 9 \
             --configs "$WORK/starts.txt" --dir "$WORK/sweep" >"$WORK/sweep.txt"
         echo "## $shape, $threads thread(s): the starts in the generator's order"

@@ -112,7 +112,7 @@ for s in $CONVS; do
   g=$(generic "$CONV_OPS" "$CONV_CACHE" conv3x3_relu "$(conv_args "$s")")
   echo "autotune $s $g -"
 done
-echo "# conv 3x3 with declared buckets (H = W = 32..=64; H = W = 7..=15, K = 8..=15), GFLOP/s: C,H,K bucketed"
+echo "# conv 3x3 with declared buckets (H = W = 32..=64; 16..=31; 7..=15 with K = 8..=15), GFLOP/s: C,H,K bucketed"
 for s in $CONVS; do
   g=$(generic "$OPS" "$CACHE" conv3x3_relu "$(conv_args "$s")")
   echo "bucketed $s $g"

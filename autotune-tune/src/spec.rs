@@ -110,7 +110,7 @@ impl TunerSpec {
                 let global = Box::new(p.forest.clone());
                 let space = Space::new(&w.op, w.shapes());
                 let base = space.default_config_for(&w.op, w.shapes(), p.file.target.isa);
-                let starts = register_tile_starts(&space, w, isa);
+                let starts = register_tile_starts(&space, w, isa, threads);
                 let corpus: Vec<(Config, String)> = p
                     .seeds_for(&space, &base, FEW_SHOT_BATCH / 2)
                     .into_iter()
@@ -154,7 +154,7 @@ impl TunerSpec {
                         seed,
                         history,
                         seeds,
-                        &register_tile_starts(&Space::new(&w.op, w.shapes()), w, isa),
+                        &register_tile_starts(&Space::new(&w.op, w.shapes()), w, isa, threads),
                     )?
                     .compiled_at(w, isa),
                 )
@@ -231,10 +231,11 @@ impl FromStr for TunerSpec {
     }
 }
 
-/// The register-tile starts of `w` (of `space`, its space) at `isa`, over
-/// its default config there.
-fn register_tile_starts(space: &Space, w: &Workload, isa: Isa) -> Vec<Config> {
-    space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa)
+/// The register-tile starts of `w` (of `space`, its space) at `isa` and
+/// `threads`, over its default config there.
+fn register_tile_starts(space: &Space, w: &Workload, isa: Isa, threads: usize) -> Vec<Config> {
+    let base = space.default_config_for(&w.op, w.shapes(), isa);
+    space.register_tile_starts(&base, isa, threads)
 }
 
 #[cfg(test)]

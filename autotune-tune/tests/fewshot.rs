@@ -102,7 +102,8 @@ fn gemm_and_its_starts() -> (
     let w = common::gemm(64, 64, 64);
     let space = Space::new(&w.op, w.shapes());
     let isa = autotune_codegen::Isa::Avx512;
-    let starts = space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa);
+    let starts =
+        space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa, 1);
     (w, space, starts)
 }
 
@@ -355,7 +356,7 @@ fn a_first_batch_measures_two_register_tile_starts() {
         let space = Space::new(&w.op, w.shapes());
         let isa = autotune_codegen::Isa::Avx512;
         let base = space.default_config_for(&w.op, w.shapes(), isa);
-        let starts = space.register_tile_starts(&base, isa);
+        let starts = space.register_tile_starts(&base, isa, 1);
         let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
         let vector = |i: u128| space.config_at(i).get(knob).cloned();
         let vectors: HashSet<_> = starts.iter().map(|c| vector(index(c))).collect();

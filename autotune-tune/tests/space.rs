@@ -1589,7 +1589,7 @@ fn short_reductions_start_from_tiles_that_store_rows() {
         let w = common::workload(attr, src);
         let space = Space::new(&w.op, w.shapes());
         let base = space.default_config(&w.op, w.shapes());
-        space.register_tile_starts(&base, Isa::Avx512)
+        space.register_tile_starts(&base, Isa::Avx512, 1)
     };
     // Vectors × rows × pixels per tile of the starts whose reducing stage
     // (whatever its name) has its vector along the output channels.
@@ -1708,7 +1708,7 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
     let base = space.default_config(&w.op, w.shapes());
     let knob = |c: &Config, k: &str| c.get(k).map(|v| v.to_string()).unwrap_or_default();
     let int = |c: &Config, k: &str| knob(c, k).parse::<usize>().unwrap();
-    let starts = space.register_tile_starts(&base, Isa::Avx512);
+    let starts = space.register_tile_starts(&base, Isa::Avx512, 1);
     let onednn = starts.iter().find(|c| {
         knob(c, "y.vector") == "k16"
             && knob(c, "y.tile.k") == "1"
@@ -1720,7 +1720,7 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
             && knob(c, "y.order") == "k-h-v"
     });
     assert!(onednn.is_some(), "{}", listed(&starts));
-    let avx2 = space.register_tile_starts(&base, Isa::Avx2);
+    let avx2 = space.register_tile_starts(&base, Isa::Avx2, 1);
     assert!(!avx2.is_empty());
     for c in &avx2 {
         let acc = int(c, "y.tile.k") * int(c, "y.tile.h") * int(c, "y.tile.v");
@@ -1734,7 +1734,7 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
     let gemm = common::gemm(24, 64, 40);
     let gspace = Space::new(&gemm.op, gemm.shapes());
     let gbase = gspace.default_config(&gemm.op, gemm.shapes());
-    let gstarts = gspace.register_tile_starts(&gbase, Isa::Avx512);
+    let gstarts = gspace.register_tile_starts(&gbase, Isa::Avx512, 1);
     let first = |starts: &[Config], pack: i64, order: &str, parallel: &str| {
         let c = starts.first().unwrap_or_else(|| panic!("no GEMM start"));
         assert_eq!(
@@ -1755,7 +1755,7 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
     let cspace = Space::new(&constant.op, constant.shapes());
     let cbase = cspace.default_config(&constant.op, constant.shapes());
     first(
-        &cspace.register_tile_starts(&cbase, Isa::Avx512),
+        &cspace.register_tile_starts(&cbase, Isa::Avx512, 1),
         AHEAD,
         "j-i",
         "2",
@@ -1775,15 +1775,18 @@ fn register_tile_starts_take_the_shape_of_a_hand_written_micro_kernel() {
 /// C's columns (0.70–0.87× along its rows at every shape swept) comes after
 /// the rows' even where its tiles fit exactly (96×1500×640). Where two
 /// vectors overhang far more (64×200×300: 224 of 200 columns), one of 16
-/// rows still comes first, as it ran 1.06–1.11× faster.
+/// rows still comes first, as it ran 1.06–1.11× faster. On 2 threads the
+/// columns' tiles, which run in parallel, count as well: at 333³, 11 tiles
+/// of two vectors leave a thread a tile behind where 21 of one vector leave
+/// it half a tile, and the one vector ran 1.22× faster.
 #[test]
 fn gemm_starts_rank_tiles_by_their_time_per_useful_fma() {
     use autotune_codegen::Isa;
-    let first = |m, n, k| {
+    let first = |m, n, k, threads| {
         let g = common::gemm(m, n, k);
         let space = Space::new(&g.op, g.shapes());
         let base = space.default_config(&g.op, g.shapes());
-        let starts = space.register_tile_starts(&base, Isa::Avx512);
+        let starts = space.register_tile_starts(&base, Isa::Avx512, threads);
         let c = starts.first().cloned().expect("GEMM starts");
         let knob = |k: &str| c.get(k).map(|v| v.to_string()).unwrap_or_default();
         (
@@ -1792,16 +1795,18 @@ fn gemm_starts_rank_tiles_by_their_time_per_useful_fma() {
             listed(&starts),
         )
     };
-    for (m, n, k, vectors) in [
-        (200, 300, 400, "2"),
-        (96, 1500, 640, "2"),
-        (64, 200, 300, "1"),
+    for (m, n, k, threads, vectors) in [
+        (200, 300, 400, 1, "2"),
+        (96, 1500, 640, 1, "2"),
+        (64, 200, 300, 1, "1"),
+        (333, 333, 333, 1, "2"),
+        (333, 333, 333, 2, "1"),
     ] {
-        let (vector, tile_j, all) = first(m, n, k);
+        let (vector, tile_j, all) = first(m, n, k, threads);
         assert_eq!(
             (vector.as_str(), tile_j.as_str()),
             ("j16", vectors),
-            "{m}x{n}x{k}:\n{all}"
+            "{m}x{n}x{k}, {threads} threads:\n{all}"
         );
     }
 }
@@ -1822,7 +1827,7 @@ fn a_narrow_workload_starts_from_a_partly_filled_vector() {
     let space = Space::new(&w.op, w.shapes());
     let base = space.default_config(&w.op, w.shapes());
     let knob = |c: &Config, k: &str| c.get(k).map(|v| v.to_string()).unwrap_or_default();
-    let starts = space.register_tile_starts(&base, Isa::Avx512);
+    let starts = space.register_tile_starts(&base, Isa::Avx512, 1);
     let first = starts.first().expect("starts for a narrow workload");
     let tile: Vec<String> = ["k", "h", "v"]
         .map(|a| knob(first, &format!("y.tile.{a}")))

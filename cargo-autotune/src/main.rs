@@ -97,6 +97,9 @@ enum Command {
         /// Also list the register-tile starts, in the order a search takes them.
         #[arg(long)]
         starts: bool,
+        /// The kernel thread count the starts are ranked for.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
     /// Compile one config, check it against the reference and time it.
     Bench {
@@ -466,6 +469,7 @@ fn main() -> Result<()> {
             target,
             knobs,
             starts,
+            threads,
         } => {
             let isa = host_target()?.isa;
             for op in load(&target)? {
@@ -491,7 +495,7 @@ fn main() -> Result<()> {
                     let default = space.default_config_for(&op, w.shapes(), isa);
                     println!("  default ({isa}): {default}");
                     if starts {
-                        for c in space.register_tile_starts(&default, isa) {
+                        for c in space.register_tile_starts(&default, isa, threads) {
                             println!("  start: {c}");
                         }
                     }

@@ -29,10 +29,10 @@ const TILES_PER_SHAPE: usize = 3;
 
 impl Space {
     /// Configs of the one reducing stage shaped as a micro-kernel for `isa`
-    /// (see the module), every other knob as in `base`; each
+    /// and `threads` (see the module), every other knob as in `base`; each
     /// [sensible](Space::sensible), none twice. Empty where the space has no
     /// one reducing stage.
-    pub fn register_tile_starts(&self, base: &Config, isa: Isa) -> Vec<Config> {
+    pub fn register_tile_starts(&self, base: &Config, isa: Isa, threads: usize) -> Vec<Config> {
         let Some((s, info)) = self.reducing_stage() else {
             return Vec::new();
         };
@@ -142,14 +142,9 @@ impl Space {
                 }));
             }
         }
-        if narrow || gemm {
-            // The least time per useful FMA first (a GEMM's 48 columns: one
-            // vector, not two; 300 columns: two vectors of 8 rows, not one of
-            // 12); on a tie the inner axis, whose lanes lie side by side.
-            tiles.sort_by(|x, y| x.3.total_cmp(&y.3).then(y.0.cmp(&x.0)));
-        }
-        let mut out: Vec<Config> = Vec::new();
-        for (a, vectors, t, _) in tiles {
+        // With their cost per useful FMA, once the parallel loops are known.
+        let mut out: Vec<(Config, f64, usize)> = Vec::new();
+        for (a, vectors, t, cost) in tiles {
             let others = others(a);
             let tiled = &tiled(&others);
             let mut c = base.clone();
@@ -211,7 +206,8 @@ impl Space {
             // prefetched, two loops parallel) on 5 GEMM shapes at 1 and 2
             // threads (`gemm-starts-20261206-134632.log`).
             let per_block = reads.contains(&3);
-            let order: Vec<String> = std::iter::once(a).chain(others).map(name).collect();
+            let loops: Vec<usize> = std::iter::once(a).chain(others).collect();
+            let order: Vec<String> = loops.iter().map(|&x| name(x)).collect();
             let slash = if per_block { "/" } else { "" };
             set(
                 KnobKind::Order,
@@ -219,17 +215,31 @@ impl Space {
             );
             let parallel = if per_block { 1 } else { info.n_spatial.min(2) };
             set(KnobKind::Parallel, Value::Int(parallel as i64));
+            // The parallel loops' iterations (one tile each, blocks of one).
+            let chunks: i64 = loops[..parallel]
+                .iter()
+                .map(|&x| {
+                    let t = if x == a { tile[x] * width } else { tile[x] };
+                    (info.extents[x] + t - 1) / t
+                })
+                .product();
             if info.fusible_consumer.is_some() {
                 set(KnobKind::Fuse, Value::Int(1));
             }
             for (site, read) in reads.into_iter().enumerate() {
                 set(KnobKind::Pack(site), Value::Int(read));
             }
-            if self.index_of(&c).is_ok() && self.sensible(&c) && !out.contains(&c) {
-                out.push(c);
+            if self.index_of(&c).is_ok() && self.sensible(&c) && !out.iter().any(|o| o.0 == c) {
+                out.push((c, cost * balance(chunks, threads), a));
             }
         }
-        out
+        if narrow || gemm {
+            // The least time per useful FMA first (a GEMM's 48 columns: one
+            // vector, not two; 300 columns: two vectors of 8 rows, not one of
+            // 12); on a tie the inner axis, whose lanes lie side by side.
+            out.sort_by(|x, y| x.1.total_cmp(&y.1).then(y.2.cmp(&x.2)));
+        }
+        out.into_iter().map(|o| o.0).collect()
     }
 
     /// The bytes of one block's copy (`Read::PackBlock`) of the operand read
@@ -270,6 +280,17 @@ fn load_bound(vectors: i64, tile: &[i64]) -> f64 {
     let elements: i64 = tile.iter().product();
     let fmas = vectors * elements;
     ((vectors + elements) as f64 / fmas as f64).max(1.0)
+}
+
+/// How much longer than an even split `chunks` parallel iterations of equal
+/// work take on `threads` threads: the busiest runs `ceil(chunks / threads)`.
+/// On 2 threads a GEMM 333³ ran 11 column tiles of 32 at 0.82× 21 of 16, and
+/// 300×100×700 seven tiles of 16 at 0.68× four of 32 (whose overhang is 28%),
+/// where they ran level or ahead on 1 (`gemm-start-order-20261206-152434.log`).
+fn balance(chunks: i64, threads: usize) -> f64 {
+    let threads = threads.max(1) as i64;
+    let busiest = (chunks + threads - 1) / threads;
+    (busiest * threads) as f64 / chunks.max(1) as f64
 }
 
 /// The cost factor of a GEMM start whose vector runs down C's columns.
