@@ -10,7 +10,7 @@ tuner's re-timing beats it), then, where the config changed, ROUNDS (3) alternat
 rounds of `cargo autotune bench --config` of the entry's config and the new one; the
 entry is put back unless the new median is at least 2% faster. Everything goes to LOG.
 CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache; THREADS
-("1 2") the entries' thread counts; STARTS a directory whose `OP-SPEC.txt` (as `sweep
+("1 2") the entries' thread counts; SPECS (every one) the specialisations' indexes; STARTS a directory whose `OP-SPEC.txt` (as `sweep
 --configs` reads it) adds configs the search measures first beside the entry's (swept
 candidates the model does not rank high).
 """
@@ -26,6 +26,7 @@ CACHE = os.environ.get("CACHE", "tuning-cache")
 TRIALS = os.environ.get("TRIALS", "48")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 THREADS = os.environ.get("THREADS", "1 2").split()
+SPECS = os.environ.get("SPECS")
 STARTS = os.environ.get("STARTS")
 GAIN = 1.02
 
@@ -76,6 +77,8 @@ def main():
                 say(f"== {op} {name}: no specialisation has these sizes; skipped")
                 continue
             spec = found[0]
+            if SPECS and str(spec) not in SPECS.split():
+                continue
             old = config(entry)
             start = "/tmp/retune-ab-start.txt"
             extra = STARTS and os.path.join(STARTS, f"{op}-{spec}.txt")

@@ -222,6 +222,9 @@ static int cmp_double(const void *a, const void *b) {
 
 #define GUARD 64
 #define GUARD_BYTE 0xA5
+/* The most calls, and seconds, a timing warms a kernel up with. */
+#define WARM_CALLS 8
+#define WARM_SECS 0.05
 
 /* A buffer of n elements between two guard regions of GUARD elements each. */
 static ELEM *guarded(size_t n) {
@@ -376,13 +379,21 @@ int main(int argc, char **argv) {
     k = at_timed[idx][p];
     /* The first call through a handle fills the copies of its constants. */
     if (N_CONSTANTS && k(CALL_ARGS)) return 3;
-    /* Warm-up, which also sizes the repeats of a sample. */
-    double t0 = now();
-    if (k(CALL_ARGS)) return 3;
-    double once = now() - t0;
+    /* Warm-up. A kernel's first calls in a process run slower than the rest
+     * (a GEMM 1024^3 took 12.6 ms a call over its first 5 and 10.4 from about the
+     * tenth on), and a search times a few short samples: two calls each there,
+     * so its median fell among those first calls. Up to WARM_CALLS calls or
+     * WARM_SECS; the last sizes the repeats of a sample. */
+    double once = 0, warm = 0;
+    for (int w = 0; w < WARM_CALLS && (w == 0 || warm < WARM_SECS); ++w) {
+      double t0 = now();
+      if (k(CALL_ARGS)) return 3;
+      once = now() - t0;
+      warm += once;
+    }
     /* A sample lasts about min_sample, evictions included. */
     if (!flush && N_CONSTANTS) {
-      t0 = now();
+      double t0 = now();
       evict_constants(in);
       once += now() - t0;
     }
