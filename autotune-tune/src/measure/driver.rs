@@ -382,10 +382,12 @@ int main(int argc, char **argv) {
     /* Warm-up. A kernel's first calls in a process run slower than the rest
      * (a GEMM 1024^3 took 12.6 ms a call over its first 5 and 10.4 from about the
      * tenth on), and a search times a few short samples: two calls each there,
-     * so its median fell among those first calls. Up to WARM_CALLS calls or
-     * WARM_SECS; the last sizes the repeats of a sample. */
+     * so its median fell among those first calls. Where a sample holds fewer
+     * than WARM_CALLS calls, up to WARM_CALLS calls or WARM_SECS (elsewhere the
+     * first sample takes them, and the median leaves it out); the last sizes
+     * the repeats of a sample. */
     double once = 0, warm = 0;
-    for (int w = 0; w < WARM_CALLS && (w == 0 || warm < WARM_SECS); ++w) {
+    for (int w = 0; w < WARM_CALLS && (w == 0 || (warm < WARM_SECS && once * WARM_CALLS > min_sample)); ++w) {
       double t0 = now();
       if (k(CALL_ARGS)) return 3;
       once = now() - t0;
