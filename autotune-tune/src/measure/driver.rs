@@ -384,10 +384,13 @@ int main(int argc, char **argv) {
      * tenth on), and a search times a few short samples: two calls each there,
      * so its median fell among those first calls. Where a sample holds fewer
      * than WARM_CALLS calls, up to WARM_CALLS calls or WARM_SECS (elsewhere the
-     * first sample takes them, and the median leaves it out); the last sizes
-     * the repeats of a sample. */
+     * first sample takes them, and the median leaves it out), and not past a
+     * call slower than give_up (a config far behind, which two samples time);
+     * the last sizes the repeats of a sample. */
     double once = 0, warm = 0;
-    for (int w = 0; w < WARM_CALLS && (w == 0 || (warm < WARM_SECS && once * WARM_CALLS > min_sample)); ++w) {
+    for (int w = 0; w == 0 || (w < WARM_CALLS && warm < WARM_SECS && once * WARM_CALLS > min_sample &&
+                               !(give_up > 0 && once > give_up));
+         ++w) {
       double t0 = now();
       if (k(CALL_ARGS)) return 3;
       once = now() - t0;
