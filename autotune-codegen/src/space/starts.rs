@@ -84,8 +84,8 @@ impl Space {
         // at a time (below).
         let gemm = info.n_spatial == 2;
         // A GEMM's vector down C's columns (lanes a row apart in C, A copied
-        // transposed) ran 0.70-0.87× the best start along its rows at every
-        // shape and thread count swept (`sweep-gemm-starts-20261206-*.log`).
+        // transposed) ran 0.60-0.87× the best start along its rows at every
+        // shape and thread count swept (`gemm-start-order-20261206-154032.log`).
         let strided = |a: usize| if gemm && a != last { STRIDED_GEMM } else { 1.0 };
         let mut axes: Vec<usize> = (0..info.n_spatial).collect();
         if gemm {
@@ -275,7 +275,8 @@ impl Space {
 /// do (two a cycle on the x86 cores measured): it loads each vector and
 /// broadcasts each element. One vector of 12 rows (13 loads, 12 FMAs) ran a
 /// GEMM 200×300×400 at 0.80× two of 8 (10 loads, 16 FMAs) on 2 threads, and
-/// 1000³ at 0.77×, where overhang alone ranked it first.
+/// one of 16 rows 1000³ at 0.82×, where overhang alone ranked them first
+/// (`gemm-start-order-20261206-154032.log`).
 fn load_bound(vectors: i64, tile: &[i64]) -> f64 {
     let elements: i64 = tile.iter().product();
     let fmas = vectors * elements;
