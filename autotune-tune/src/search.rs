@@ -248,7 +248,9 @@ impl ModelTuner {
 
     /// Up to `n` of `starts` ([`Space::register_tile_starts`]) as seeds: the
     /// model's best and the generator's first in turn (the given order alone
-    /// where no model scores yet: a search's first batch without transfer).
+    /// where no model scores yet, a search's first batch without transfer, or
+    /// where the generator ranks them by cost, a GEMM's:
+    /// [`Space::starts_ranked_by_cost`]).
     pub fn with_ranked_starts(mut self, space: &Space, starts: &[Config], n: usize) -> ModelTuner {
         let fresh: Vec<(u128, &Config)> = starts
             .iter()
@@ -258,7 +260,7 @@ impl ModelTuner {
         let points: Vec<u128> = fresh.iter().map(|f| f.0).collect();
         let given: Vec<usize> = (0..fresh.len()).collect();
         let mut ranked = given.clone();
-        if self.can_score() {
+        if self.can_score() && !space.starts_ranked_by_cost() {
             match self.score(space, &points) {
                 Ok(s) => ranked.sort_by(|&a, &b| s[b].total_cmp(&s[a])),
                 Err(e) => self.failed(&e),

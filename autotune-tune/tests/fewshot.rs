@@ -378,6 +378,28 @@ fn a_first_batch_measures_two_register_tile_starts() {
     }
 }
 
+/// A GEMM's starts are ranked by their estimated time per useful FMA, and
+/// the first two held the best of them at 13 of 14 shapes and thread counts
+/// swept (`gemm-start-order-20261206-154032.log`), where a model that had
+/// seen no GEMM picked a vector down C's columns (0.73 of the best): its
+/// first batch measures the generator's first two, whatever the model's
+/// scores. (A conv's starts, grouped by vector axis, keep the model's pick.)
+#[test]
+fn a_gemms_first_batch_measures_the_generators_first_two_starts() {
+    let w = common::gemm(200, 300, 400);
+    let space = Space::new(&w.op, w.shapes());
+    let isa = autotune_codegen::Isa::Avx512;
+    let starts =
+        space.register_tile_starts(&space.default_config_for(&w.op, w.shapes(), isa), isa, 2);
+    let index = |c: &autotune_codegen::Config| space.canonical(space.index_of(c).unwrap());
+    let mut t = sum_tuner_from(&w, SearchOptions::default(), &starts, &[]);
+    let batch = t.propose(&space, 8, &HashSet::new());
+    let measured: Vec<usize> = (0..starts.len())
+        .filter(|&k| batch.contains(&index(&starts[k])))
+        .collect();
+    assert_eq!(measured, [0, 1], "{batch:?}");
+}
+
 /// A model-guided search measures two register-tile starts in its first
 /// batch, before it has a model to rank them.
 #[test]

@@ -242,6 +242,17 @@ impl Space {
         out.into_iter().map(|o| o.0).collect()
     }
 
+    /// Whether [`Space::register_tile_starts`] trusts its own order: a
+    /// GEMM's starts (a reducing stage of two spatial axes) are ranked by
+    /// their estimated time per useful FMA, and the first two held the best
+    /// start at 13 of 14 shapes and thread counts swept
+    /// (`gemm-start-order-20261206-154032.log`); a conv's come grouped by
+    /// vector axis, and a model's pick among them is worth a measurement.
+    pub fn starts_ranked_by_cost(&self) -> bool {
+        self.reducing_stage()
+            .is_some_and(|(_, info)| info.n_spatial == 2)
+    }
+
     /// The bytes of one block's copy (`Read::PackBlock`) of the operand read
     /// at `index` by a start of `tile[a]` vectors of `width` lanes along axis
     /// `a` and `tile[x]` elements along the others, one tile a block and the
