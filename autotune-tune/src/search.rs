@@ -266,11 +266,11 @@ impl ModelTuner {
                 Err(e) => self.failed(&e),
             }
         }
-        // The model's pick and the generator's in turn (its order weighs
-        // overhang and loads per FMA: a model that never measured this
-        // family may rank it poorly). Not one per vector axis: a second start of another
-        // axis (a conv's pixels rather than its channels) made ResNet-18's
-        // cold build 0.91× as fast (`resnet18-cold-20261206-070449.log`).
+        // The model's pick and the generator's in turn (a model that never
+        // measured this family may rank it poorly). Not one per vector axis:
+        // a second start of another axis (a conv's pixels rather than its
+        // channels) made ResNet-18's cold build 0.91× as fast
+        // (`resnet18-cold-20261206-070449.log`).
         let mut taken: Vec<usize> = Vec::new();
         for turn in 0..n {
             let from = if turn % 2 == 0 { &ranked } else { &given };
