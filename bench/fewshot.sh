@@ -14,7 +14,8 @@
 #   CASES="gemm:gemm:6" SEEDS="1" bash bench/fewshot.sh
 #   REPORT_ONLY=bench/results/fewshot-<stamp> bash bench/fewshot.sh
 #   OUT=bench/results/fewshot-<stamp> TUNERS="" bash bench/fewshot.sh  # continue a run
-#     (runs resume from their logs; delete a tuner's logs to run it again)
+#     (a finished run, its --json summary written, is not run again; one cut short
+#     resumes from its log; delete a tuner's logs to run it again)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/bench/lib.sh"
@@ -48,6 +49,8 @@ echo "# corpus $CORPUS; trials $TRIALS, few-shot at most $FEW_TRIALS, reference 
 tune() { # name tuner seed trials [flags...]
     local name=$1 tuner=$2 seed=$3 trials=$4
     shift 4
+    # Resumed, a few-shot run that stopped on its own would search on past its stop.
+    [ -s "$OUT/$name.$tuner.$seed.json" ] && return
     echo "$(date +%T) $name $tuner seed $seed (load $(cut -d' ' -f1 /proc/loadavg))"
     $AT tune --file "$ROOT/bench/corpus.rs" --tuner "$tuner" --seed "$seed" --trials "$trials" \
         --no-transfer --cache "$OUT/no-cache" --dir /tmp/autotune-fewshot \
