@@ -20,13 +20,7 @@ for threads in 1 2; do
     "$WORK/peak" "$threads" | grep fma | sed 's/^/peak: /'
     for shape in $SHAPES; do
         IFS=x read -r m n k <<<"$shape"
-        cat >"$WORK/gemm.rs" <<RS
-use autotune::tensor_op;
-#[tensor_op(specialize(M = $m, N = $n, K = $k))]
-pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-}
-RS
+        gemm_op_file "$WORK/gemm.rs" "$m" "$n" "$k"
         $AT space --file "$WORK/gemm.rs" --op gemm --starts --threads "$threads" | sed -n 's/^  start: //p' >"$WORK/starts.txt"
         $AT sweep --file "$WORK/gemm.rs" --op gemm --threads "$threads" --samples 9 \
             --configs "$WORK/starts.txt" --dir "$WORK/sweep" >"$WORK/sweep.txt"

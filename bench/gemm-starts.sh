@@ -24,13 +24,7 @@ for threads in 1 2; do
     for spec in $SHAPES; do
         IFS=: read -r shape one two <<<"$spec"
         IFS=x read -r m n k <<<"$shape"
-        cat >"$WORK/gemm.rs" <<RS
-use autotune::tensor_op;
-#[tensor_op(specialize(M = $m, N = $n, K = $k))]
-pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-}
-RS
+        gemm_op_file "$WORK/gemm.rs" "$m" "$n" "$k"
         common="output.block.i=1 output.block.j=1 output.pack.0=0 output.split.k=$k output.unroll=2|4|8 output.vector=j16"
         {
             for tile in "output.tile.i=$one output.tile.j=1" "output.tile.i=$two output.tile.j=2"; do

@@ -74,3 +74,14 @@ pub fn conv3x3(x: Tensor<f32, (C, H, W)>, w: Tensor<f32, (K, C, R, S)>) -> Tenso
 }
 RS
 }
+
+# Writes to $1 an operator file with one GEMM, `gemm`, specialised at M=$2, N=$3, K=$4.
+gemm_op_file() {
+    cat >"$1" <<RS
+use autotune::tensor_op;
+#[tensor_op(specialize(M = $2, N = $3, K = $4))]
+pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
+}
+RS
+}

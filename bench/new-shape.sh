@@ -40,13 +40,7 @@ bench_new() {
 }
 for shape in $SHAPES; do
     IFS=x read -r m n k <<<"$shape"
-    cat >"$WORK/gemm-$shape.rs" <<RS
-use autotune::tensor_op;
-#[tensor_op(specialize(M = $m, N = $n, K = $k))]
-pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
-    compute(|i, j| sum(|k| a[i][k] * b[k][j]))
-}
-RS
+    gemm_op_file "$WORK/gemm-$shape.rs" "$m" "$n" "$k"
     tune_new "$WORK/gemm-$shape.rs" gemm
     for round in 1 2 3; do
         bench_new "$WORK/gemm-$shape.rs" gemm "$shape"

@@ -181,18 +181,33 @@ fn a_timing_warms_the_kernel_up_before_its_samples() {
          {RELU_SIG} {{ if (calls++ < 6) {{ struct timespec d = {{0, 2000000}}; nanosleep(&d, 0); }} \
          for (int i = 0; i < 64; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0; }}"
     );
-    let opts = common::options(&dir);
-    let batch = autotune_tune::session::prepare(&w, &opts, &dir.join("harness"))
+    let (batch, timing) = one_call_a_sample(&w, &dir, source, 5);
+    let t = batch.time_unless_behind(0, &timing, None).unwrap();
+    assert!(t.median < 1e-3, "the slow first calls were timed: {t:?}");
+}
+
+/// `source` built as the one candidate of a batch in `dir`, and timing
+/// options of `samples` samples of one call each.
+fn one_call_a_sample(
+    w: &autotune_codegen::Workload,
+    dir: &std::path::Path,
+    source: String,
+    samples: usize,
+) -> (
+    autotune_tune::measure::Batch,
+    autotune_tune::measure::TimingOptions,
+) {
+    let opts = common::options(dir);
+    let batch = autotune_tune::session::prepare(w, &opts, &dir.join("harness"))
         .unwrap()
         .build(&[Candidate::Source(source)], &dir.join("batch"))
         .unwrap();
     let timing = autotune_tune::measure::TimingOptions {
         min_sample_secs: 0.0,
-        samples: 5,
+        samples,
         ..opts.timing
     };
-    let t = batch.time_unless_behind(0, &timing, None).unwrap();
-    assert!(t.median < 1e-3, "the slow first calls were timed: {t:?}");
+    (batch, timing)
 }
 
 /// A config far behind the search's best is timed with two samples instead
@@ -212,16 +227,7 @@ fn a_config_far_behind_is_timed_with_two_samples() {
          for (int i = 0; i < 64; ++i) out[i] = in_x[i] > 0 ? in_x[i] : 0.0f; return 0; }}",
         counts.display()
     );
-    let opts = common::options(&dir);
-    let batch = autotune_tune::session::prepare(&w, &opts, &dir.join("harness"))
-        .unwrap()
-        .build(&[Candidate::Source(source)], &dir.join("batch"))
-        .unwrap();
-    let timing = autotune_tune::measure::TimingOptions {
-        min_sample_secs: 0.0,
-        samples: 7,
-        ..opts.timing
-    };
+    let (batch, timing) = one_call_a_sample(&w, &dir, source, 7);
     let calls = |give_up: Option<f64>| {
         batch.time_unless_behind(0, &timing, give_up).unwrap();
         std::fs::read_to_string(&counts).unwrap()
