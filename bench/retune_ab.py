@@ -10,9 +10,9 @@ tuner's re-timing beats it), then, where the config changed, ROUNDS (3) alternat
 rounds of `cargo autotune bench --config` of the entry's config and the new one; the
 entry is put back unless the new median is at least 2% faster. Everything goes to LOG.
 CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache; THREADS
-("1 2") the entries' thread counts; SPECS (every one) the specialisations' indexes; STARTS a directory whose `OP-SPEC.txt` (as `sweep
---configs` reads it) adds configs the search measures first beside the entry's (swept
-candidates the model does not rank high).
+("1 2") the entries' thread counts; SPECS (every one) the specialisations' indexes;
+STARTS a directory whose `OP-SPEC.txt` (as `sweep --configs` reads it) adds configs the
+search measures first beside the entry's (swept candidates the model does not rank high).
 """
 import os
 import re

@@ -147,7 +147,6 @@ pub struct ModelTuner {
     bests: Vec<f64>,
     /// The corpus workload of each config carried to the first batch (few-shot).
     carried: Vec<String>,
-    /// Register-tile starts measured in the first batch.
     /// The register-tile starts the first batch measures.
     starts: Vec<u128>,
     /// What the nearest past workload of the operator reached (few-shot): the
