@@ -82,7 +82,7 @@ impl Space {
         // stores C's whole (96×1500×640: 290-360 GFLOP/s against 151-175
         // down A's columns); two vectors of it (below); B copied one block
         // at a time (below).
-        let gemm = info.n_spatial == 2;
+        let gemm = is_gemm(info);
         // A GEMM's vector down C's columns (lanes a row apart in C, A copied
         // transposed) ran 0.60-0.87× the best start along its rows at every
         // shape and thread count swept (`gemm-start-order-20261206-154032.log`).
@@ -249,8 +249,7 @@ impl Space {
     /// (`gemm-start-order-20261206-154032.log`); a conv's come grouped by
     /// vector axis, and a model's pick among them is worth a measurement.
     pub fn starts_ranked_by_cost(&self) -> bool {
-        self.reducing_stage()
-            .is_some_and(|(_, info)| info.n_spatial == 2)
+        self.reducing_stage().is_some_and(|(_, info)| is_gemm(info))
     }
 
     /// The bytes of one block's copy (`Read::PackBlock`) of the operand read
@@ -279,6 +278,12 @@ impl Space {
             .product();
         spatial * reduction * self.dtype.size() as i64
     }
+}
+
+/// Whether the reducing stage is a GEMM's for the starts: two spatial axes,
+/// so that the register tile spans one axis besides the vector's.
+fn is_gemm(info: &TiledStage) -> bool {
+    info.n_spatial == 2
 }
 
 /// How much longer than its FMAs a register tile of `vectors` vectors by
