@@ -13,7 +13,8 @@
 //! vector gathers them or other tiles read them again (the others read in
 //! place; a GEMM's B one block at a time, as GotoBLAS packs it), the
 //! reduction whole, the epilogue fused, the vector axis's tiles outermost
-//! and two loops parallel (a GEMM's one).
+//! and run in parallel, the next loop's with them where they are fewer than
+//! the threads (a GEMM's too where B is not copied a block at a time).
 
 use autotune_lang::analysis::load_sites;
 use autotune_lang::ir::{Affine, Expr};
@@ -213,7 +214,22 @@ impl Space {
                 KnobKind::Order,
                 Value::Name(format!("{slash}{}", order.join("-"))),
             );
-            let parallel = if per_block { 1 } else { info.n_spatial.min(2) };
+            // A conv's vector axis's tiles alone where they are at least as
+            // many as the threads. Against the rows' tiles collapsed in too,
+            // the 24 such conv starts swept ran 0.92–1.42× (geometric mean
+            // 1.06) on 2 threads: 1×1 convs 0.99–1.42×, the others 0.92–1.12×
+            // (ResNet-18's at 14×14 and 7×7 1.03–1.12×); 10 of them ran
+            // 0.99–1.33× on one, where only the C gcc makes differs
+            // (`start-parallel-20261206-175840.log`, `-175950.log`). Where
+            // fewer (32 channels in one tile), the outer two: one loop ran
+            // 0.56–0.58×. A GEMM's one loop where B is copied a block at a
+            // time (above), else two.
+            let outer = (info.extents[a] + tile[a] * width - 1) / (tile[a] * width);
+            let parallel = if per_block || (!gemm && outer >= threads as i64) {
+                1
+            } else {
+                info.n_spatial.min(2)
+            };
             set(KnobKind::Parallel, Value::Int(parallel as i64));
             // The parallel loops' iterations (one tile each, blocks of one).
             let chunks: i64 = loops[..parallel]
