@@ -214,18 +214,26 @@ impl Space {
                 KnobKind::Order,
                 Value::Name(format!("{slash}{}", order.join("-"))),
             );
-            // A conv's vector axis's tiles alone where they are at least as
-            // many as the threads. Against the rows' tiles collapsed in too,
-            // the 24 such conv starts swept ran 0.92–1.42× (geometric mean
-            // 1.06) on 2 threads: 1×1 convs 0.99–1.42×, the others 0.92–1.12×
-            // (ResNet-18's at 14×14 and 7×7 1.03–1.12×); 10 of them ran
-            // 0.99–1.33× on one, where only the C gcc makes differs
-            // (`start-parallel-20261206-175840.log`, `-175950.log`). Where
-            // fewer (32 channels in one tile), the outer two: one loop ran
-            // 0.56–0.58×. A GEMM's one loop where B is copied a block at a
-            // time (above), else two.
+            // A conv's vector axis's tiles alone where they are more than the
+            // threads over a short reduction (a 1×1 conv's), or at least 8 a
+            // thread over a long one; else the rows' tiles collapsed in too.
+            // On 2 threads, the 12 conv starts swept that this runs on one
+            // loop ran 0.99–1.42× (geometric mean 1.13) so, against both: the
+            // 1×1 convs of 3–16 tiles 0.99–1.42×, the 3×3 convs of 16–32 tiles
+            // 1.02–1.12× (on one thread, where only the C gcc makes differs,
+            // 1.10–1.33×). Both loops stay where one loses: two tiles on two
+            // threads (the stem 0.93×, a 3×3 0.92×; two 1×1 convs gained
+            // 1.07–1.16×), 3×3 convs of 4–12 tiles (0.96–1.00×), one tile
+            // (0.56–0.58×) (`start-parallel-20261206-175840.log`, `-175950.log`).
+            // A GEMM's one loop where B is copied a block at a time (above),
+            // else two.
             let outer = (info.extents[a] + tile[a] * width - 1) / (tile[a] * width);
-            let parallel = if per_block || (!gemm && outer >= threads as i64) {
+            let enough = if short(a) {
+                outer > threads as i64
+            } else {
+                outer >= 8 * threads as i64
+            };
+            let parallel = if per_block || (!gemm && enough) {
                 1
             } else {
                 info.n_spatial.min(2)
