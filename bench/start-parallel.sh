@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # How many loops a conv's first register-tile start runs in parallel (issues
-# 16 and 19): for each conv workload of the ResNet-18 example and the corpus,
-# the generator's first start for 2 threads (`cargo autotune space --starts
-# --threads 2`) measured on 2 threads as proposed and with its reducing
-# stage's `parallel` at 1 and 2 (outer loop only; outer two collapsed), in
-# one sweep per workload, beside the FMA peak.
+# 16 and 19): for each conv workload of OPS (file:op pairs; by default the
+# ResNet-18 example's and the corpus's), the generator's first start for
+# THREADS (2) threads (`cargo autotune space --starts`) measured on them with
+# its reducing stage's `parallel` at 1 (the outer loop, the channels' tiles)
+# and 2 (the outer two collapsed), in one sweep per workload; the log names
+# which the generator proposed. Beside the FMA peak.
 # Writes bench/results/start-parallel-<time>.log.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
