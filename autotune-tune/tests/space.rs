@@ -1812,12 +1812,16 @@ fn gemm_starts_rank_tiles_by_their_time_per_useful_fma() {
 }
 
 /// A conv's start runs the vector axis's tiles alone in parallel where they
-/// are more than the threads over a short reduction (a 1×1 conv's), or at
-/// least 8 a thread over a long one; else the rows' tiles too. On 2 threads
-/// that ran ResNet-18's 1×1 stride-2 convs 1.18–1.42× and its 3×3 convs of
-/// 16–32 tiles 1.02–1.12× faster, where both loops ran 3×3 convs of 4–12
-/// tiles 1.00–1.04× faster, two tiles on two threads 1.08× (the stem), and
-/// one tile 1.7–1.8×.
+/// are more than the threads over a short reduction (a 1×1 conv's), as many
+/// over one of at most 8 vectors of steps, or at least 8 a thread over a long
+/// one; else the rows' tiles too. On 2 threads that ran ResNet-18's 1×1
+/// stride-2 convs 1.18–1.42× and its 3×3 convs of 16–32 tiles 1.02–1.12×
+/// faster, two tiles of a 1×1 conv over 48–96 channels 1.07–1.59×, where both
+/// loops ran 3×3 convs of 4–12 tiles 1.00–1.04× faster, two tiles over the
+/// stem's 147 steps 1.08× and a 3×3's 288 1.09×, and one tile 1.7–1.8×. Over
+/// a short reduction, three vectors of channels come first where their tiles
+/// split over the threads better than two's (96 channels: two tiles of 48
+/// for two threads, 1.32–1.35× three tiles of 32).
 #[test]
 fn a_convs_start_runs_the_vector_axis_tiles_alone_in_parallel_where_they_are_enough() {
     use autotune_codegen::Isa;
@@ -1838,7 +1842,11 @@ fn a_convs_start_runs_the_vector_axis_tiles_alone_in_parallel_where_they_are_eno
                 .map(|(_, v)| v.to_string())
                 .unwrap_or_default()
         };
-        (knob(".vector"), knob(".parallel"), listed(&starts))
+        (
+            format!("{} x{}", knob(".vector"), knob(".tile.k")),
+            knob(".parallel"),
+            listed(&starts),
+        )
     };
     let conv3x3 = |c: i64, hw: i64, k: i64| {
         format!("R = 3, S = 3, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})")
@@ -1848,18 +1856,52 @@ fn a_convs_start_runs_the_vector_axis_tiles_alone_in_parallel_where_they_are_eno
             "OH = (H - 1) / 2 + 1, OW = (W - 1) / 2 + 1, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})"
         )
     };
-    for (attr, src, threads, parallel) in [
-        (conv3x3(256, 14, 256), common::CONV3X3_BIAS_RELU, 2, "1"),
-        (conv3x3(128, 28, 128), common::CONV3X3_BIAS_RELU, 2, "2"),
-        (conv3x3(128, 28, 128), common::CONV3X3_BIAS_RELU, 1, "1"),
-        (conv3x3(16, 32, 32), common::CONV3X3_BIAS_RELU, 2, "2"),
-        (pointwise(48, 40, 96), conv1x1s2, 2, "1"),
-        (pointwise(64, 56, 64), conv1x1s2, 2, "2"),
+    for (attr, src, threads, vectors, parallel) in [
+        (
+            conv3x3(256, 14, 256),
+            common::CONV3X3_BIAS_RELU,
+            2,
+            "k16 x1",
+            "1",
+        ),
+        (
+            conv3x3(128, 28, 128),
+            common::CONV3X3_BIAS_RELU,
+            2,
+            "k16 x1",
+            "2",
+        ),
+        (
+            conv3x3(128, 28, 128),
+            common::CONV3X3_BIAS_RELU,
+            1,
+            "k16 x1",
+            "1",
+        ),
+        (
+            conv3x3(16, 32, 32),
+            common::CONV3X3_BIAS_RELU,
+            2,
+            "k16 x2",
+            "2",
+        ),
+        (
+            conv3x3(32, 32, 64),
+            common::CONV3X3_BIAS_RELU,
+            2,
+            "k16 x2",
+            "2",
+        ),
+        (pointwise(48, 40, 96), conv1x1s2, 2, "k16 x3", "1"),
+        (pointwise(48, 40, 96), conv1x1s2, 1, "k16 x2", "1"),
+        (pointwise(192, 20, 384), conv1x1s2, 2, "k16 x2", "1"),
+        (pointwise(64, 56, 64), conv1x1s2, 2, "k16 x2", "1"),
+        (pointwise(256, 28, 64), conv1x1s2, 2, "k16 x2", "2"),
     ] {
         let (vector, got, all) = first(attr.clone(), src, threads);
         assert_eq!(
             (vector.as_str(), got.as_str()),
-            ("k16", parallel),
+            (vectors, parallel),
             "{attr}, {threads} threads:\n{all}"
         );
     }

@@ -101,7 +101,26 @@ impl Space {
             // So they do in a GEMM: two vectors of 8-12 rows ran 1.05-1.15×
             // one of 12-16 on 8 of 10 shapes and thread counts, 256³ to
             // 96×1500×640 (all but 127×255×511; `gemm-starts-20261206-134632.log`).
-            let counts = if short(a) || gemm { [2, 1] } else { [1, 2] };
+            let mut counts = if short(a) || gemm {
+                vec![2, 1]
+            } else {
+                vec![1, 2]
+            };
+            // Over a short reduction, three vectors first where their tiles
+            // split over the threads with less overhang and imbalance than
+            // two's: 96 channels in two tiles of 48 for two threads ran a 1×1
+            // stride-2 conv 1.32–1.35× three tiles of 32 (305–319 against
+            // 225–242 GFLOP/s, `sweep-1x1-parallel-xeon-20261206-190757.log`); on 64–512
+            // channels, which two vectors split evenly, three ran 0.57–0.97×
+            // (`sweep-1x1-three-vectors-xeon-20261206-185628.log`).
+            let split = |v: i64| {
+                let lanes = v * width;
+                let tiles = (e + lanes - 1) / lanes;
+                (tiles * lanes) as f64 / e as f64 * balance(tiles, threads)
+            };
+            if short(a) && !gemm && 3 * width <= e && split(3) < split(2) {
+                counts.insert(0, 3);
+            }
             for vectors in counts.into_iter().filter(|v| v * width <= e.max(width)) {
                 let lanes = vectors * width;
                 let unused = ((e + lanes - 1) / lanes * lanes) as f64 / e as f64;
@@ -215,21 +234,23 @@ impl Space {
                 Value::Name(format!("{slash}{}", order.join("-"))),
             );
             // A conv's vector axis's tiles alone where they are more than the
-            // threads over a short reduction (a 1×1 conv's), or at least 8 a
-            // thread over a long one; else the rows' tiles collapsed in too.
-            // On 2 threads, the 12 conv starts swept that this runs on one
-            // loop ran 0.99–1.42× (geometric mean 1.13) so, against both: the
-            // 1×1 convs of 3–16 tiles 0.99–1.42×, the 3×3 convs of 16–32 tiles
-            // 1.02–1.12× (on one thread, where only the C gcc makes differs,
-            // 1.10–1.33×). Both loops stay where one loses: two tiles on two
-            // threads (the stem 0.93×, a 3×3 0.92×; two 1×1 convs gained
-            // 1.07–1.16×), 3×3 convs of 4–12 tiles (0.96–1.00×), one tile
-            // (0.56–0.58×) (`start-parallel-20261206-175840.log`, `-175950.log`).
-            // A GEMM's one loop where B is copied a block at a time (above),
-            // else two.
+            // threads over a short reduction (a 1×1 conv's), as many over one
+            // of at most 8 vectors of steps, or at least 8 a thread over a
+            // long one; else the rows' tiles collapsed in too. On 2 threads,
+            // the 12 conv starts swept of more tiles than threads that this
+            // runs on one loop ran 0.99–1.42× (geometric mean 1.13) so,
+            // against both: the 1×1 convs of 3–16 tiles 0.99–1.42×, the 3×3
+            // convs of 16–32 tiles 1.02–1.12× (on one thread, where only the
+            // C gcc makes differs, 1.10–1.33×); two tiles on two threads, the
+            // 1×1 convs over 48–96 channels 1.07–1.59× (`sweep-1x1-parallel-xeon-20261206-190757.log`).
+            // Both loops stay where one loses: two tiles over the stem's 147
+            // steps (0.93×) and a 3×3 conv's 288 (0.92×), 3×3 convs of 4–12
+            // tiles (0.96–1.00×), one tile (0.56–0.58×)
+            // (`start-parallel-20261206-175840.log`, `-175950.log`). A GEMM's
+            // one loop where B is copied a block at a time (above), else two.
             let outer = (info.extents[a] + tile[a] * width - 1) / (tile[a] * width);
             let enough = if short(a) {
-                outer > threads as i64
+                outer > threads as i64 || (outer == threads as i64 && steps <= 8 * width)
             } else {
                 outer >= 8 * threads as i64
             };
