@@ -110,9 +110,9 @@ impl Space {
             // split over the threads with less overhang and imbalance than
             // two's: 96 channels in two tiles of 48 for two threads ran a 1×1
             // stride-2 conv 1.32–1.35× three tiles of 32 (305–319 against
-            // 225–242 GFLOP/s, `sweep-1x1-parallel-xeon-20261206-190757.log`); on 64–512
-            // channels, which two vectors split evenly, three ran 0.57–0.97×
-            // (`sweep-1x1-three-vectors-xeon-20261206-185628.log`).
+            // 225–242 GFLOP/s, `sweep-1x1-parallel-xeon-20261206-190757.log`);
+            // on 64–512 channels, which two vectors split evenly, three ran
+            // 0.57–0.97× (`sweep-1x1-three-vectors-xeon-20261206-185628.log`).
             let split = |v: i64| {
                 let lanes = v * width;
                 let tiles = (e + lanes - 1) / lanes;
@@ -242,8 +242,9 @@ impl Space {
             // against both: the 1×1 convs of 3–16 tiles 0.99–1.42×, the 3×3
             // convs of 16–32 tiles 1.02–1.12× (on one thread, where only the
             // C gcc makes differs, 1.10–1.33×); two tiles on two threads, the
-            // 1×1 convs over 48–96 channels 1.07–1.59× (`sweep-1x1-parallel-xeon-20261206-190757.log`).
-            // Both loops stay where one loses: two tiles over the stem's 147
+            // 1×1 convs over 48–96 channels 1.07–1.59×
+            // (`sweep-1x1-parallel-xeon-20261206-190757.log`). Both loops stay
+            // where one loses: two tiles over the stem's 147
             // steps (0.93×) and a 3×3 conv's 288 (0.92×), 3×3 convs of 4–12
             // tiles (0.96–1.00×), one tile (0.56–0.58×)
             // (`start-parallel-20261206-175840.log`, `-175950.log`). A GEMM's
