@@ -1848,55 +1848,32 @@ fn a_convs_start_runs_the_vector_axis_tiles_alone_in_parallel_where_they_are_eno
             listed(&starts),
         )
     };
+    // Each workload as its attribute and source.
     let conv3x3 = |c: i64, hw: i64, k: i64| {
-        format!("R = 3, S = 3, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})")
-    };
-    let pointwise = |c: i64, hw: i64, k: i64| {
-        format!(
-            "OH = (H - 1) / 2 + 1, OW = (W - 1) / 2 + 1, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})"
+        (
+            format!("R = 3, S = 3, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})"),
+            common::CONV3X3_BIAS_RELU,
         )
     };
-    for (attr, src, threads, vectors, parallel) in [
+    let pointwise = |c: i64, hw: i64, k: i64| {
         (
-            conv3x3(256, 14, 256),
-            common::CONV3X3_BIAS_RELU,
-            2,
-            "k16 x1",
-            "1",
-        ),
-        (
-            conv3x3(128, 28, 128),
-            common::CONV3X3_BIAS_RELU,
-            2,
-            "k16 x1",
-            "2",
-        ),
-        (
-            conv3x3(128, 28, 128),
-            common::CONV3X3_BIAS_RELU,
-            1,
-            "k16 x1",
-            "1",
-        ),
-        (
-            conv3x3(16, 32, 32),
-            common::CONV3X3_BIAS_RELU,
-            2,
-            "k16 x2",
-            "2",
-        ),
-        (
-            conv3x3(32, 32, 64),
-            common::CONV3X3_BIAS_RELU,
-            2,
-            "k16 x2",
-            "2",
-        ),
-        (pointwise(48, 40, 96), conv1x1s2, 2, "k16 x3", "1"),
-        (pointwise(48, 40, 96), conv1x1s2, 1, "k16 x2", "1"),
-        (pointwise(192, 20, 384), conv1x1s2, 2, "k16 x2", "1"),
-        (pointwise(64, 56, 64), conv1x1s2, 2, "k16 x2", "1"),
-        (pointwise(256, 28, 64), conv1x1s2, 2, "k16 x2", "2"),
+            format!(
+                "OH = (H - 1) / 2 + 1, OW = (W - 1) / 2 + 1, specialize(C = {c}, H = {hw}, W = {hw}, K = {k})"
+            ),
+            conv1x1s2,
+        )
+    };
+    for ((attr, src), threads, vectors, parallel) in [
+        (conv3x3(256, 14, 256), 2, "k16 x1", "1"),
+        (conv3x3(128, 28, 128), 2, "k16 x1", "2"),
+        (conv3x3(128, 28, 128), 1, "k16 x1", "1"),
+        (conv3x3(16, 32, 32), 2, "k16 x2", "2"),
+        (conv3x3(32, 32, 64), 2, "k16 x2", "2"),
+        (pointwise(48, 40, 96), 2, "k16 x3", "1"),
+        (pointwise(48, 40, 96), 1, "k16 x2", "1"),
+        (pointwise(192, 20, 384), 2, "k16 x2", "1"),
+        (pointwise(64, 56, 64), 2, "k16 x2", "1"),
+        (pointwise(256, 28, 64), 2, "k16 x2", "2"),
     ] {
         let (vector, got, all) = first(attr.clone(), src, threads);
         assert_eq!(

@@ -113,17 +113,15 @@ impl Space {
             // 225–242 GFLOP/s, `sweep-1x1-parallel-xeon-20261206-190757.log`);
             // on 64–512 channels, which two vectors split evenly, three ran
             // 0.57–0.97× (`sweep-1x1-three-vectors-xeon-20261206-185628.log`).
-            let split = |v: i64| {
-                let lanes = v * width;
-                let tiles = (e + lanes - 1) / lanes;
-                (tiles * lanes) as f64 / e as f64 * balance(tiles, threads)
-            };
+            // How many tiles of `v` vectors the axis takes, and their overhang.
+            let along = |v: i64| (e + v * width - 1) / (v * width);
+            let unused = |v: i64| (along(v) * v * width) as f64 / e as f64;
+            let split = |v: i64| unused(v) * balance(along(v), threads);
             if short(a) && !gemm && 3 * width <= e && split(3) < split(2) {
                 counts.insert(0, 3);
             }
             for vectors in counts.into_iter().filter(|v| v * width <= e.max(width)) {
-                let lanes = vectors * width;
-                let unused = ((e + lanes - 1) / lanes * lanes) as f64 / e as f64;
+                let unused = unused(vectors);
                 let mut shapes: Vec<(Vec<i64>, f64, i64)> = tile_shapes(tiled.len())
                     .into_iter()
                     .filter(|t| {
