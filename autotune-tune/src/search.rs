@@ -167,6 +167,8 @@ pub struct Outlook {
     pub expected: Option<f64>,
     /// Whether the search stopped on it.
     pub stopped: bool,
+    /// The share of the expectation the search stops within (`stop_within`).
+    pub within: f64,
     /// The measured best and the prior it fell short of, where it did.
     pub short_of: Option<(f64, Reached)>,
 }
@@ -992,6 +994,7 @@ impl ModelTuner {
             trials: self.observed.len(),
             expected,
             stopped,
+            within,
             short_of,
         });
         stopped
@@ -1030,7 +1033,7 @@ fn stalled(bests: &[f64], n: usize, by: f64) -> bool {
 impl std::fmt::Display for Outlook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.expected, self.stopped) {
-            (Some(e), true) if e > 1.0 + FEW_SHOT_WITHIN => write!(
+            (Some(e), true) if e > 1.0 + self.within => write!(
                 f,
                 "few-shot: stopped after {} trials, its last three batches improving the best by under {:.0}%, though the model expects {:+.1}% from the configs it did not measure",
                 self.trials,
