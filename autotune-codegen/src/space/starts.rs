@@ -247,7 +247,15 @@ impl Space {
             // tiles (0.96–1.00×), one tile (0.56–0.58×)
             // (`start-parallel-20261206-175840.log`, `-175950.log`). A GEMM's
             // one loop where B is copied a block at a time (above), else two.
-            let outer = (info.extents[a] + tile[a] * width - 1) / (tile[a] * width);
+            // Each loop's tiles (the vector axis's in vectors), outermost first.
+            let tiles_per_loop: Vec<i64> = loops
+                .iter()
+                .map(|&x| {
+                    let t = if x == a { tile[x] * width } else { tile[x] };
+                    (info.extents[x] + t - 1) / t
+                })
+                .collect();
+            let outer = tiles_per_loop[0];
             let enough = if short(a) {
                 outer > threads as i64 || (outer == threads as i64 && steps <= 8 * width)
             } else {
@@ -260,13 +268,7 @@ impl Space {
             };
             set(KnobKind::Parallel, Value::Int(parallel as i64));
             // The parallel loops' iterations (one tile each, blocks of one).
-            let chunks: i64 = loops[..parallel]
-                .iter()
-                .map(|&x| {
-                    let t = if x == a { tile[x] * width } else { tile[x] };
-                    (info.extents[x] + t - 1) / t
-                })
-                .product();
+            let chunks: i64 = tiles_per_loop[..parallel].iter().product();
             if info.fusible_consumer.is_some() {
                 set(KnobKind::Fuse, Value::Int(1));
             }
