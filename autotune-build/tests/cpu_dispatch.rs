@@ -190,6 +190,17 @@ fn dispatched(
     buckets: &[autotune_codegen::emit::Bucket],
     calls: &[(i64, i64, i64)],
 ) -> String {
+    dispatched_with(name, buckets, calls, false)
+}
+
+/// [`dispatched`], with a small-call schedule of 16 lanes (a stub that
+/// returns 99) where `small`.
+fn dispatched_with(
+    name: &str,
+    buckets: &[autotune_codegen::emit::Bucket],
+    calls: &[(i64, i64, i64)],
+    small: bool,
+) -> String {
     use autotune_codegen::emit;
     use autotune_codegen::loopnest::IExpr;
     let op = mm("");
@@ -207,11 +218,23 @@ fn dispatched(
         .lines()
         .find(|l| l.starts_with("int32_t mm__naive("))
         .unwrap();
-    let stubs: String = (0..buckets.len())
+    let mut stubs: String = (0..buckets.len())
         .map(|i| {
             head.replace("mm__naive(", &format!("t{i}(")) + &format!(" return {}; }}\n", 10 + i)
         })
         .collect();
+    let small_kernel = autotune_codegen::loopnest::Kernel {
+        symbol: "mm__small".to_string(),
+        ..naive.clone()
+    };
+    let small = small.then(|| {
+        stubs += &(head.replace("mm__naive(", "mm__small(") + " return 99; }\n");
+        emit::Small {
+            kernel: &small_kernel,
+            lanes: 16,
+            fit: autotune_codegen::lower::small_fit(&op),
+        }
+    });
     let work = IExpr::Mul(
         Box::new(IExpr::Mul(
             Box::new(IExpr::var("M")),
@@ -219,7 +242,7 @@ fn dispatched(
         )),
         Box::new(IExpr::var("K")),
     );
-    let dispatcher = emit::generic_dispatcher(&naive, "mm", &work, buckets, None);
+    let dispatcher = emit::generic_dispatcher(&naive, small.as_ref(), "mm", &work, buckets, None);
     let header = emit::file_header("a test", naive.dtype, rt);
     let c = format!("{header}{naive_c}{stubs}{dispatcher}");
     let proto = dispatcher
@@ -380,4 +403,32 @@ fn a_repeated_call_runs_what_the_same_sizes_ran() {
         alone[0], alone[1],
         "the shapes should run different kernels"
     );
+}
+
+/// The small-call schedule (99) runs a call too small for the tiled kernels
+/// (under 512 iterations), and a call with a size below 64 whose tiles it fits
+/// better than the best tiled kernel's score, unless more than two rows of its
+/// tiles would each read again what does not stay in L2: at 38×4×8 the tiled
+/// kernels ran at a third of its speed, at 34×949×737 (2.8 MB of B) it ran at
+/// 0.6× theirs.
+#[test]
+fn a_small_call_runs_the_small_call_schedule_where_its_tiles_fit_it_better() {
+    use autotune_codegen::loopnest::IExpr;
+    let buckets = [stub_bucket(0, 512, IExpr::Const(0), (8, 32))];
+    // (M, K, N): 38×8×4 (4 × 16 tiles keep 24%, 8 × 32 ones 6%): 99; 333³ (no
+    // size below 64): 10; 34×737×949 (six rows of tiles, 2.8 MB of B): 10;
+    // 12×764×459 (two rows of 6-row tiles): 99; 4³: 99.
+    let calls = [
+        (38, 8, 4),
+        (333, 333, 333),
+        (34, 737, 949),
+        (12, 764, 459),
+        (4, 4, 4),
+    ];
+    assert_eq!(
+        dispatched_with("small", &buckets, &calls, true),
+        "99 10 10 99 99"
+    );
+    // Without it, the tiled kernel where it fits by a twentieth, else the default.
+    assert_eq!(dispatched("small-not", &buckets, &calls), "10 10 10 10 0");
 }

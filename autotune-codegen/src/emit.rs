@@ -159,6 +159,46 @@ pub struct TileFit {
     pub narrow: Option<IExpr>,
 }
 
+/// A generic kernel's small-call schedule ([`crate::lower::lower_small`]):
+/// its kernel, compiled with vectors of `lanes`, and where it competes with
+/// the tiled kernels.
+pub struct Small<'a> {
+    pub kernel: &'a Kernel,
+    pub lanes: usize,
+    pub fit: Option<SmallFit>,
+}
+
+/// Where the small-call schedule's register tiles compete with the tiled
+/// kernels' ([`generic_dispatcher`]): its main stage's row and vector axes'
+/// extents, and every extent of its axes.
+pub struct SmallFit {
+    pub row: Option<IExpr>,
+    pub vector: IExpr,
+    pub extents: Vec<IExpr>,
+    /// The bytes its vector loads read for one row of tiles (a GEMM's B),
+    /// which every other row of tiles reads again.
+    pub reread: IExpr,
+    /// Its register tiles (rows, vectors): where the vector axis is longer
+    /// than a vector, and where it is not.
+    pub wide: (usize, usize),
+    pub narrow: (usize, usize),
+}
+
+/// Calls with an extent below this in the small-call schedule's main stage
+/// weigh it against the tiled kernels. At 35 small GEMMs of a calibration
+/// list (a dimension below 64, the sweep's shapes left out; Intel Xeon, 1
+/// thread) it ran at 0.75–3.3× the tiled kernel the dispatcher chose, mean
+/// 0.99× the better of the two when it won wherever its fit was the higher;
+/// at 333³ its unblocked loops would lose by half.
+pub const SMALL_EXTENT: i64 = 64;
+
+/// ... and where the rows are more than two rows of its tiles, only if what
+/// each row of tiles reads again ([`SmallFit::reread`]) stays in a core's L2
+/// (half a MiB on every CPU met so far): it blocks nothing, and 34×949×737
+/// (2.8 MB of B) and 16×4096² ran at 0.6× and 0.25× the tiled kernel.
+pub const SMALL_REREAD_BYTES: i64 = 512 * 1024;
+const SMALL_ROWS: usize = 12;
+
 /// The last spatial extent below which lanes along a reduction may read an
 /// operand through a copy (`space`'s rule, for the dispatcher).
 pub const NARROW: i64 = 8;
@@ -209,6 +249,7 @@ const MIN_FIT: f64 = 0.05;
 /// runs what that one ran: the weighing cost ~50 ns, a fifth of a 7×82×4 call.
 pub fn generic_dispatcher(
     naive: &Kernel,
+    small: Option<&Small>,
     symbol: &str,
     work: &IExpr,
     buckets: &[Bucket],
@@ -216,6 +257,8 @@ pub fn generic_dispatcher(
 ) -> String {
     let (params, args) = signature(naive);
     let args = args.join(", ");
+    // What runs where no tiled kernel does, on a CPU at `min_isa`.
+    let fallback = small.map_or(naive, |s| s.kernel);
     let mut s = format!(
         "\n/* The size of x in half-octaves: 2 floor(log2 x), plus one in the upper half. */\n\
          static inline int64_t {symbol}__half_octave(int64_t x) {{\n\
@@ -236,17 +279,22 @@ pub fn generic_dispatcher(
     for (i, b) in buckets.iter().enumerate() {
         let _ = writeln!(run, "    case {i}: return {}({args});", b.kernel);
     }
-    let _ = writeln!(run, "  }}\n  return {}({args});\n}}", naive.symbol);
+    let _ = writeln!(run, "  }}\n  return {}({args});\n}}", fallback.symbol);
     let _ = writeln!(s, "int32_t {symbol}({}) {{", params.join(", "));
     let _ = writeln!(s, "  const int64_t work__ = {};", iexpr(work));
-    let isa = match min_isa {
-        Some(isa) => format!(" || {}_isa_level() < {}", naive.runtime, isa.code()),
-        None => String::new(),
-    };
+    if let Some(isa) = min_isa {
+        let _ = writeln!(
+            s,
+            "  if ({}_isa_level() < {}) return {}({args});",
+            naive.runtime,
+            isa.code(),
+            naive.symbol
+        );
+    }
     let _ = writeln!(
         s,
-        "  if (work__ < {SMALL_CALL}{isa}) return {}({args});",
-        naive.symbol
+        "  if (work__ < {SMALL_CALL}) return {}({args});",
+        fallback.symbol
     );
     let vars: Vec<&str> = buckets
         .first()
@@ -336,7 +384,43 @@ pub fn generic_dispatcher(
             iexpr(&b.setup)
         );
     }
-    let _ = writeln!(s, "    if (fit__ < {MIN_FIT:?}) best__ = -1;\n  }}");
+    let _ = writeln!(s, "    if (fit__ < {MIN_FIT:?}) best__ = -1;");
+    if let Some((f, lanes)) = small.and_then(|s| Some((s.fit.as_ref()?, s.lanes))) {
+        // The small-call schedule (-1) where the call has a short axis and
+        // its tiles fit the call better than the best tiled kernel's.
+        let short = join_or(
+            f.extents
+                .iter()
+                .filter(|e| e.as_const().is_none())
+                .map(|e| format!("{} < {SMALL_EXTENT}", iexpr(e))),
+            " || ",
+            "0",
+        );
+        let short = match &f.row {
+            Some(row) => format!(
+                "({short}) && ({} <= {SMALL_ROWS} || {} <= {SMALL_REREAD_BYTES})",
+                iexpr(row),
+                iexpr(&f.reread)
+            ),
+            None => format!("({short})"),
+        };
+        let v = iexpr(&f.vector);
+        let tile = |(rows, vectors): (usize, usize)| {
+            let row = f
+                .row
+                .as_ref()
+                .map(|r| format!("{symbol}__kept({}, {rows}) * ", iexpr(r)))
+                .unwrap_or_default();
+            format!("{row}{symbol}__kept({v}, {})", vectors * lanes)
+        };
+        let _ = writeln!(
+            s,
+            "    if (best__ >= 0 && {short} && ({v} > {lanes} ? {} : {}) > score__) best__ = -1;",
+            tile(f.wide),
+            tile(f.narrow),
+        );
+    }
+    s.push_str("  }\n");
     for (i, v) in sizes.iter().enumerate() {
         let _ = writeln!(s, "  {memo}[{i}] = {v};");
     }
@@ -403,6 +487,9 @@ pub fn clones_c(clones: &[(Isa, &Kernel)]) -> String {
     }
     if bodies.contains(HREDUCE_PREFIX) {
         s.push_str(HREDUCE_C);
+    }
+    if bodies.contains(MASK_PREFIX) {
+        s.push_str(MASKED_C);
     }
     s.push_str(&bodies);
     let _ = writeln!(s, "int32_t {}({}) {{", k.symbol, params.join(", "));
@@ -610,6 +697,25 @@ fn store_rows_c(dtype: DType, lanes: usize, rows: usize) -> String {
 }
 
 /// The prefix of a vector's lanes combined into one ([`HREDUCE_C`]).
+/// Masked loads and stores ([`VExpr::MaskedLoad`], [`Stmt::MaskedStore`]): the
+/// lanes a partial vector keeps as bits, and for AVX2 as a vector mask (macros,
+/// so that they compile in the clone's own target).
+const MASK_PREFIX: &str = "at_lane_mask";
+const MASKED_C: &str = r#"#ifndef AT_MASKED
+#define AT_MASKED
+#include <immintrin.h>
+static inline uint32_t at_lane_mask(int64_t lo, int64_t hi, int64_t lanes) {
+  if (lo < 0) lo = 0;
+  if (hi > lanes) hi = lanes;
+  return hi <= lo ? 0u : (uint32_t)(((1ull << hi) - 1) & ~((1ull << lo) - 1));
+}
+#define at_mask_epi32(bits) ({ const __m256i s__ = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128); \
+  _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)(bits)), s__), s__); })
+#define at_mask_epi64(bits) ({ const __m256i s__ = _mm256_setr_epi64x(1, 2, 4, 8); \
+  _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x((long long)(bits)), s__), s__); })
+#endif
+"#;
+
 const HREDUCE_PREFIX: &str = "at_hred_";
 
 /// A vector's lanes combined into one value (`at_hred_add_v16(x)`, and
@@ -1155,6 +1261,37 @@ impl Writer {
                     self.line(depth, "}");
                 }
             }
+            Stmt::MaskedStore {
+                buf,
+                index,
+                value,
+                lanes,
+                count,
+            } => {
+                let v = self.widen(self.vexpr(value), *lanes);
+                let p = format!("&{buf}[{}]", iexpr(index));
+                let mask = format!("{MASK_PREFIX}(0, {}, {lanes})", iexpr(count));
+                let text = match (self.isa, self.dtype, *lanes) {
+                    (Isa::Avx512, DType::F32, 16) => {
+                        format!("_mm512_mask_storeu_ps({p}, (__mmask16){mask}, (__m512)({v}));")
+                    }
+                    (Isa::Avx512, DType::F64, 8) => {
+                        format!("_mm512_mask_storeu_pd({p}, (__mmask8){mask}, (__m512d)({v}));")
+                    }
+                    (Isa::Avx512 | Isa::Avx2, DType::F32, 8) => {
+                        format!("_mm256_maskstore_ps({p}, at_mask_epi32({mask}), (__m256)({v}));")
+                    }
+                    (Isa::Avx512 | Isa::Avx2, DType::F64, 4) => {
+                        format!("_mm256_maskstore_pd({p}, at_mask_epi64({mask}), (__m256d)({v}));")
+                    }
+                    _ => format!(
+                        "{{ const {} s__ = {v}; const uint32_t m__ = {mask}; \
+                         for (int l__ = 0; l__ < {lanes}; ++l__) if (m__ >> l__ & 1) ({p})[l__] = s__[l__]; }}",
+                        self.vtype(*lanes)
+                    ),
+                };
+                self.line(depth, &text);
+            }
             Stmt::StoreRows {
                 buf,
                 index,
@@ -1413,6 +1550,60 @@ impl Writer {
                     ),
                     1,
                 )
+            }
+            VExpr::MaskedLoad {
+                buf,
+                index,
+                guard,
+                pad,
+                lanes,
+            } => {
+                // The run of lanes every guard along them keeps; the others
+                // keep all lanes or none.
+                let (mut lo, mut hi) = (IExpr::Const(0), IExpr::Const(*lanes as i64));
+                let mut all = Vec::new();
+                for g in guard {
+                    let at = g.index.clone().times(IExpr::Const(-1));
+                    match g.lane_step {
+                        0 => all.push(format!(
+                            "0 <= {i} && {i} < {}",
+                            iexpr(&g.bound),
+                            i = iexpr(&g.index)
+                        )),
+                        _ => {
+                            lo = lo.max(at.clone());
+                            hi = hi.min(g.bound.clone().plus(at));
+                        }
+                    }
+                }
+                let mut mask = format!("{MASK_PREFIX}({}, {}, {lanes})", iexpr(&lo), iexpr(&hi));
+                if !all.is_empty() {
+                    mask = format!("(({}) ? {mask} : 0u)", all.join(" && "));
+                }
+                let p = format!("&{buf}[{}]", iexpr(index));
+                let pad = self.constant(*pad);
+                let text = match (self.isa, self.dtype, *lanes) {
+                    (Isa::Avx512, DType::F32, 16) => format!(
+                        "((at_v16)_mm512_mask_loadu_ps(_mm512_set1_ps({pad}), (__mmask16){mask}, {p}))"
+                    ),
+                    (Isa::Avx512, DType::F64, 8) => format!(
+                        "((at_v8)_mm512_mask_loadu_pd(_mm512_set1_pd({pad}), (__mmask8){mask}, {p}))"
+                    ),
+                    (Isa::Avx512 | Isa::Avx2, DType::F32, 8) => format!(
+                        "({{ const __m256i m__ = at_mask_epi32({mask}); (at_v8)_mm256_blendv_ps(\
+                         _mm256_set1_ps({pad}), _mm256_maskload_ps({p}, m__), _mm256_castsi256_ps(m__)); }})"
+                    ),
+                    (Isa::Avx512 | Isa::Avx2, DType::F64, 4) => format!(
+                        "({{ const __m256i m__ = at_mask_epi64({mask}); (at_v4)_mm256_blendv_pd(\
+                         _mm256_set1_pd({pad}), _mm256_maskload_pd({p}, m__), _mm256_castsi256_pd(m__)); }})"
+                    ),
+                    _ => format!(
+                        "({{ {vt} v__ = ({vt}){{0}} + {pad}; const uint32_t m__ = {mask}; \
+                         for (int l__ = 0; l__ < {lanes}; ++l__) if (m__ >> l__ & 1) v__[l__] = ({p})[l__]; v__; }})",
+                        vt = self.vtype(*lanes)
+                    ),
+                };
+                (text, *lanes)
             }
             VExpr::Unary(op, a) => {
                 let a = self.vexpr(a);

@@ -41,7 +41,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 11;
+pub const GENERATOR_VERSION: u32 = 12;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header and the compile flags. A
@@ -313,11 +313,28 @@ pub fn generic_c(
         });
     }
     c.push_str(&emit::kernel_c(&naive, isas));
+    // Calls no tiled kernel fits run the small-call schedule at the tiled
+    // kernels' level (the default schedule below it).
+    let lanes = tiled.max_lanes(op.dtype.size());
+    let small = lower::lower_small(op, lanes, format!("{symbol}__small"), runtime.clone());
+    if let Some(small) = &small {
+        c.push_str(&emit::kernel_c(small, &[tiled]));
+    }
     // What a call costs the default schedule: its loops and its buffers.
     let work = lower::iterations(op).plus(naive.setup.clone());
     let min_isa = (isas.last() != Some(&tiled)).then_some(tiled);
+    let small = small.as_ref().map(|kernel| emit::Small {
+        kernel,
+        lanes,
+        fit: lower::small_fit(op),
+    });
     c.push_str(&emit::generic_dispatcher(
-        &naive, &symbol, &work, &buckets, min_isa,
+        &naive,
+        small.as_ref(),
+        &symbol,
+        &work,
+        &buckets,
+        min_isa,
     ));
     Ok(c)
 }

@@ -157,6 +157,17 @@ pub enum VExpr {
         lanes: usize,
         stride: i64,
     },
+    /// Lanes `l` of `buf[index + l]` where every test of `guard` holds (those
+    /// with a `lane_step` of 1 bound a run of lanes, the others all or none),
+    /// `pad` in the others: a partial vector read without touching the
+    /// elements of its other lanes (masked loads, which do not fault there).
+    MaskedLoad {
+        buf: String,
+        index: IExpr,
+        guard: Vec<Guard>,
+        pad: f64,
+        lanes: usize,
+    },
     Local(String),
     /// One lane of a vector local.
     Lane(String, IExpr),
@@ -195,7 +206,7 @@ impl VExpr {
         match self {
             VExpr::Const(_) | VExpr::Local(_) => false,
             VExpr::FromIndex(e) | VExpr::Lane(_, e) => e.mentions(v),
-            VExpr::Load { index, guard, .. } => {
+            VExpr::Load { index, guard, .. } | VExpr::MaskedLoad { index, guard, .. } => {
                 index.mentions(v)
                     || guard
                         .iter()
@@ -288,6 +299,15 @@ pub enum Stmt {
         lanes: usize,
         stride: i64,
     },
+    /// The first `count` lanes of `value` (none if it is below 1, all if above
+    /// `lanes`) stored to `buf[index + l]`, no other element written.
+    MaskedStore {
+        buf: String,
+        index: IExpr,
+        value: VExpr,
+        lanes: usize,
+        count: IExpr,
+    },
     /// Vectors of `lanes` stored transposed: lane `l` of `rows[j]` to
     /// `buf[index + l * stride + j]`, a row of `rows.len()` elements per lane
     /// (a power of two, at most `lanes`; `stride` at least that).
@@ -339,6 +359,12 @@ impl Stmt {
             Stmt::Assign { value, .. } => value.mentions(v),
             Stmt::SetLane { lane, value, .. } => lane.mentions(v) || value.mentions(v),
             Stmt::Store { index, value, .. } => index.mentions(v) || value.mentions(v),
+            Stmt::MaskedStore {
+                index,
+                value,
+                count,
+                ..
+            } => index.mentions(v) || value.mentions(v) || count.mentions(v),
             Stmt::StoreRows { index, rows, .. } => {
                 index.mentions(v) || rows.iter().any(|r| r.mentions(v))
             }

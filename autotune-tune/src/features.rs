@@ -859,6 +859,13 @@ impl Walker {
                 value,
                 lanes,
                 ..
+            }
+            | Stmt::MaskedStore {
+                buf,
+                index,
+                value,
+                lanes,
+                ..
             } => {
                 let store = self.access(buf, index, *lanes);
                 self.leaf(value, *lanes, Some(store));
@@ -930,6 +937,9 @@ impl Walker {
         match e {
             VExpr::Const(_) | VExpr::FromIndex(_) | VExpr::Local(_) | VExpr::Lane(..) => 0.0,
             VExpr::Load {
+                buf, index, lanes, ..
+            }
+            | VExpr::MaskedLoad {
                 buf, index, lanes, ..
             } => {
                 let a = self.access(buf, index, *lanes);

@@ -161,6 +161,84 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
     report("generic kernels", &tallies);
 }
 
+/// The small-call schedule (what a generic kernel runs where no tiled kernel
+/// fits a call: vectors along the last axis, masked at its end, and rows
+/// clamped to the last one) is correct at every shape: each operator of the
+/// test set that takes it, called directly at random shapes (0, 1, primes,
+/// just below and above a vector's lanes and the rows of its tiles), against
+/// the default-schedule reference. CI runs it again capped at AVX2 or at the
+/// baseline, whose masked loads and stores are other code.
+#[test]
+fn small_call_kernels_match_the_reference_at_random_shapes() {
+    let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
+    println!("small-call kernels: AUTOTUNE_PROPTEST_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("small-{}", common::target().isa));
+    const SIZES: [i64; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 13, 15, 16, 17, 33, 47];
+    let mut jobs = Vec::new();
+    for op in test_ops() {
+        let Some(anchor) = op.specializations.first().map(|s| s.values.clone()) else {
+            continue;
+        };
+        let config = Space::new(&op, &anchor).default_config(&op, &anchor);
+        let c = autotune_codegen::generic_c(
+            &op,
+            &[autotune_codegen::GenericSchedule {
+                at: Specialization::exact(anchor),
+                config: config.clone(),
+            }],
+            &[common::target().isa],
+            common::target().isa,
+            "CANDIDATE__generic".to_string(),
+            measure::RUNTIME_PREFIX.to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", op.name));
+        if !c.contains("CANDIDATE__generic__small(") {
+            continue;
+        }
+        for i in 0..3 {
+            let Some(at) = with_shape_from(&op, &SIZES, &mut rng) else {
+                continue;
+            };
+            let w = Workload {
+                spec: at.specializations.len() - 1,
+                op: at,
+            };
+            let call = measure::call_at_shapes(&w, "CANDIDATE", "CANDIDATE__generic__small");
+            let dir = root.join(format!("{}-{i}", op.name));
+            jobs.push((w, c.clone() + &call, config.clone(), dir));
+        }
+    }
+    let ops: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.0.op.name.as_str()).collect();
+    println!(
+        "small-call kernels: {} shapes of {} operators",
+        jobs.len(),
+        ops.len()
+    );
+    assert!(ops.len() >= 5, "only {ops:?} take the small-call schedule");
+    let tallies = on_every_core(&jobs, |(w, c, config, dir)| {
+        let harness = tuning_harness(w, dir, seed);
+        let timing = measure::TimingOptions {
+            threads: 1,
+            ..Default::default()
+        };
+        let candidates = [measure::Candidate::Source(c.clone())];
+        let t = check_batch(
+            &harness,
+            &candidates,
+            std::slice::from_ref(config),
+            dir,
+            &timing,
+            |_| format!("{} (the small-call schedule, seed {seed})", w.key()),
+        );
+        report_workload(w, &t, 1);
+        t
+    });
+    let checked: usize = tallies.iter().map(|t| t.checked).sum();
+    assert_eq!(checked, jobs.len(), "every shape is checked");
+}
+
 /// A harness for `w` in `dir` with tuning's limits. Correctness is checked
 /// here, not compile time: a config of huge unrolled tiles (which the search
 /// never proposes) is skipped and counted at those limits, as tuning records
@@ -810,7 +888,9 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
     /// Guarded loads in `e`.
     fn guarded_loads(e: &VExpr) -> usize {
         match e {
-            VExpr::Load { guard, .. } => usize::from(!guard.is_empty()),
+            VExpr::Load { guard, .. } | VExpr::MaskedLoad { guard, .. } => {
+                usize::from(!guard.is_empty())
+            }
             VExpr::Splat(a, _) | VExpr::Unary(_, a) | VExpr::Horizontal(_, a) => guarded_loads(a),
             VExpr::Binary(_, a, b) => guarded_loads(a) + guarded_loads(b),
             VExpr::Const(_) | VExpr::FromIndex(_) | VExpr::Local(_) | VExpr::Lane(..) => 0,
@@ -844,7 +924,8 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
                 Stmt::Local { init: v, .. }
                 | Stmt::Assign { value: v, .. }
                 | Stmt::SetLane { value: v, .. }
-                | Stmt::Store { value: v, .. } => v,
+                | Stmt::Store { value: v, .. }
+                | Stmt::MaskedStore { value: v, .. } => v,
                 Stmt::Let { .. }
                 | Stmt::Comment(_)
                 | Stmt::Array { .. }

@@ -9,6 +9,7 @@ mod dims;
 mod naive;
 mod names;
 pub mod shape;
+mod small;
 mod tiled;
 
 use autotune_lang::ir::{Operator, TensorRef};
@@ -30,6 +31,36 @@ pub fn lower(
     op: &Operator,
     variant: Variant,
     schedule: Option<&[StageSchedule]>,
+    symbol: String,
+    runtime: String,
+) -> Kernel {
+    lower_with(op, variant, schedule, None, symbol, runtime)
+}
+
+/// The generic kernel of `op` in the small-call schedule (`small`: the default
+/// schedule's loops with vectors of `lanes` along each stage's last axis, rows
+/// of the one before in registers, nothing copied), for calls too small for
+/// tiled kernels; `None` where no stage can take it.
+pub fn lower_small(op: &Operator, lanes: usize, symbol: String, runtime: String) -> Option<Kernel> {
+    op.stages
+        .iter()
+        .any(small::applies)
+        .then(|| lower_with(op, Variant::Generic, None, Some(lanes), symbol, runtime))
+}
+
+/// How the small-call schedule of `op`'s generic kernel fits a call, where it
+/// competes with tiled kernels ([`small::fit`]).
+pub fn small_fit(op: &Operator) -> Option<crate::emit::SmallFit> {
+    small::fit(op, Dims::new(op, None))
+}
+
+/// [`lower`], with the default schedule's stages in the small-call schedule
+/// where `small` gives its vectors' lanes and they can take it.
+fn lower_with(
+    op: &Operator,
+    variant: Variant,
+    schedule: Option<&[StageSchedule]>,
+    small: Option<usize>,
     symbol: String,
     runtime: String,
 ) -> Kernel {
@@ -88,10 +119,18 @@ pub fn lower(
                 "stage {name}: computed in the store of stage {}",
                 op.tensor_name(TensorRef::Stage(*p))
             ))),
-            StageSchedule::Default => {
-                body.push(Stmt::Comment(format!("stage {name}: default schedule")));
-                body.extend(l.stage(s, stage));
-            }
+            StageSchedule::Default => match small.filter(|_| small::applies(stage)) {
+                Some(lanes) => {
+                    body.push(Stmt::Comment(format!(
+                        "stage {name}: small-call schedule, vectors of {lanes} along its last axis"
+                    )));
+                    body.extend(small::stage(op, dims, s, lanes));
+                }
+                None => {
+                    body.push(Stmt::Comment(format!("stage {name}: default schedule")));
+                    body.extend(l.stage(s, stage));
+                }
+            },
             StageSchedule::Tiled(plan) => {
                 let (nest, filled) = tiled::lower_stage(
                     op,
@@ -125,6 +164,8 @@ pub fn lower(
         ),
         if tiled {
             "schedule: tiled (each stage's comment gives its plan)".to_string()
+        } else if small.is_some() {
+            "schedule: small-call (each stage's comment says which)".to_string()
         } else {
             "schedule: default (loops in declaration order, scalar accumulators)".to_string()
         },
