@@ -76,7 +76,7 @@ const CONSTANT_OPS: &str = r#"use autotune::tensor_op;
 autotune::kernel_threads!();
 
 /// relu(a·b + bias), with `b` and `bias` constant.
-#[tensor_op(constant(b, bias), specialize(M = 8, N = 32, K = 64))]
+#[tensor_op(constant(b, bias), specialize(M = 8, N = 64, K = 64))]
 pub fn mm_const(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>, bias: Tensor<f32, N>) -> Tensor<f32, (M, N)> {
     let y: Tensor<f32, (M, N)> = compute(|i, j| sum(|k| a[i][k] * b[k][j]));
     compute(|i, j| max(y[i][j] + bias[j], 0.0))
@@ -102,8 +102,8 @@ fn check(a: &Tensor<f32, 2>, b: &Constant<f32, 2>, bias: &Constant<f32, 1>) {
 }
 
 fn main() {
-    let b = Constant::new(tensor([64, 32], 1));
-    let bias = Constant::new(tensor([32], 2));
+    let b = Constant::new(tensor([64, 64], 1));
+    let bias = Constant::new(tensor([64], 2));
     println!("copies before: {} {}", b.copies(), bias.copies());
     ops::set_num_threads(1);
     check(&tensor([8, 64], 3), &b, &bias);
@@ -120,10 +120,12 @@ fn main() {
     check(&tensor([8, 64], 4), &b, &bias);
     println!("b's copies after a call at 2 threads: {}", b.copies());
     // A shape no kernel is specialised for: the generic kernel's block, found
-    // again at another M (its copies of b depend on K and N only).
-    check(&tensor([3, 64], 5), &b, &bias);
+    // again at another M (its copies of b depend on K and N only). Every size
+    // 64 or more: a smaller one would run the small-call schedule, which
+    // copies nothing.
+    check(&tensor([65, 64], 5), &b, &bias);
     println!("b's copies after a generic call: {}", b.copies());
-    check(&tensor([5, 64], 6), &b, &bias);
+    check(&tensor([80, 64], 6), &b, &bias);
     println!("b's copies at the end: {}", b.copies());
 }
 "#;

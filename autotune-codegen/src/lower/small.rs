@@ -27,6 +27,7 @@ const WIDE: (usize, usize) = (6, 2);
 const NARROW: (usize, usize) = (4, 1);
 /// A stage with one spatial axis has no rows: more vectors along it instead.
 const ONE_AXIS_WIDE: (usize, usize) = (1, 4);
+const ONE_AXIS_NARROW: (usize, usize) = (1, 1);
 
 /// Whether stage `stage` can take the small-call schedule.
 pub(crate) fn applies(stage: &Stage) -> bool {
@@ -121,7 +122,7 @@ pub(crate) fn stage(op: &Operator, dims: Dims, s: usize, lanes: usize) -> Vec<St
 fn tiles(row: Option<AxisId>) -> ((usize, usize), (usize, usize)) {
     match row {
         Some(_) => (WIDE, NARROW),
-        None => (ONE_AXIS_WIDE, NARROW),
+        None => (ONE_AXIS_WIDE, ONE_AXIS_NARROW),
     }
 }
 
