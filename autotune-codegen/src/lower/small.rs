@@ -29,14 +29,24 @@ const NARROW: (usize, usize) = (4, 1);
 const ONE_AXIS_WIDE: (usize, usize) = (1, 4);
 const ONE_AXIS_NARROW: (usize, usize) = (1, 1);
 
+/// Index constants beyond this (offsets, coefficients) leave a stage to the
+/// default schedule: the tile's offsets added to them must not overflow
+/// (the fuzzer's operators read `x[i + 2^63 - 1]`; the wrapper refuses
+/// such reads at run time, but the kernel is generated).
+const LARGEST_CONSTANT: i64 = 1 << 40;
+
 /// Whether stage `stage` can take the small-call schedule.
 pub(crate) fn applies(stage: &Stage) -> bool {
     let Some(j) = stage.n_spatial.checked_sub(1) else {
         return false;
     };
+    let small = |c: i64| c.unsigned_abs() <= LARGEST_CONSTANT as u64;
     let mut ok = true;
     stage.body.visit(&mut |e| {
         if let Expr::Load { index, .. } = e {
+            ok &= index
+                .iter()
+                .all(|ix| small(ix.offset) && ix.terms.iter().all(|&(_, c)| small(c)));
             let last = index.len().saturating_sub(1);
             ok &= index
                 .iter()
