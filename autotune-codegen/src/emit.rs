@@ -185,19 +185,19 @@ pub struct SmallFit {
 }
 
 /// Calls with an extent below this in the small-call schedule's main stage
-/// weigh it against the tiled kernels. At 35 small GEMMs of a calibration
-/// list (a dimension below 64, the sweep's shapes left out; Intel Xeon, 1
-/// thread) it ran at 0.75–3.3× the tiled kernel the dispatcher chose, mean
-/// 0.99× the better of the two when it won wherever its fit was the higher;
-/// at 333³ its unblocked loops would lose by half.
+/// weigh it against the tiled kernels: at 40 GEMMs with a size below 64 of a
+/// calibration list (`bench/small-calls.sh`, Intel Xeon, 1 thread) it ran
+/// ahead of every tiled kernel at 29; at 333³ its unblocked loops run at half
+/// their speed.
 pub const SMALL_EXTENT: i64 = 64;
 
-/// ... and where the rows are more than two rows of its tiles, only if what
-/// each row of tiles reads again ([`SmallFit::reread`]) stays in a core's L2
-/// (half a MiB on every CPU met so far): it blocks nothing, and 34×949×737
-/// (2.8 MB of B) and 16×4096² ran at 0.6× and 0.25× the tiled kernel.
+/// Where its rows are more than [`SMALL_ROWS`] (two rows of its tiles), it is
+/// weighed only if what each row of tiles reads again ([`SmallFit::reread`])
+/// stays in a core's L2 (half a MiB on every CPU met so far), as it blocks
+/// nothing: 34×949×737 (2.8 MB of B) and 16×4096² ran at 0.6× and 0.25× the
+/// tiled kernel without this rule.
 pub const SMALL_REREAD_BYTES: i64 = 512 * 1024;
-const SMALL_ROWS: usize = 12;
+pub const SMALL_ROWS: usize = 12;
 
 /// The last spatial extent below which lanes along a reduction may read an
 /// operand through a copy (`space`'s rule, for the dispatcher).
@@ -696,7 +696,6 @@ fn store_rows_c(dtype: DType, lanes: usize, rows: usize) -> String {
     )
 }
 
-/// The prefix of a vector's lanes combined into one ([`HREDUCE_C`]).
 /// Masked loads and stores ([`VExpr::MaskedLoad`], [`Stmt::MaskedStore`]): the
 /// lanes a partial vector keeps as bits, and for AVX2 as a vector mask (macros,
 /// so that they compile in the clone's own target).
@@ -716,6 +715,7 @@ static inline uint32_t at_lane_mask(int64_t lo, int64_t hi, int64_t lanes) {
 #endif
 "#;
 
+/// The prefix of a vector's lanes combined into one ([`HREDUCE_C`]).
 const HREDUCE_PREFIX: &str = "at_hred_";
 
 /// A vector's lanes combined into one value (`at_hred_add_v16(x)`, and
@@ -1570,10 +1570,11 @@ impl Writer {
                             iexpr(&g.bound),
                             i = iexpr(&g.index)
                         )),
-                        _ => {
+                        1 => {
                             lo = lo.max(at.clone());
                             hi = hi.min(g.bound.clone().plus(at));
                         }
+                        step => unreachable!("a masked load's guard steps {step} elements a lane"),
                     }
                 }
                 let mut mask = format!("{MASK_PREFIX}({}, {}, {lanes})", iexpr(&lo), iexpr(&hi));

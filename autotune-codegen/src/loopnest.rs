@@ -158,7 +158,8 @@ pub enum VExpr {
         stride: i64,
     },
     /// Lanes `l` of `buf[index + l]` where every test of `guard` holds (those
-    /// with a `lane_step` of 1 bound a run of lanes, the others all or none),
+    /// with a `lane_step` of 1 bound a run of lanes, those of 0 keep all or
+    /// none; no other step),
     /// `pad` in the others: a partial vector read without touching the
     /// elements of its other lanes (masked loads, which do not fault there).
     MaskedLoad {
