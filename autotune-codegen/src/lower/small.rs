@@ -184,29 +184,27 @@ impl Lowering<'_> {
             .enumerate()
             .flat_map(|(i, (rop, axes, rb))| self.reduction(i, rop, axes, rb, &points))
             .collect();
+        // The epilogue reads each load once per point, in place.
         let values: Vec<VExpr> = points
             .iter()
-            .map(|&p| {
-                let mut loads = Loads::default();
-                let v = self.value(&self.stage.body, p, &mut 0, &mut loads);
-                loads.inline(v)
-            })
+            .map(|&p| self.value(&self.stage.body, p, &mut 0, None))
             .collect();
         let j = var(self.stage, self.j);
         let out = TensorRef::Stage(s);
+        let own: Vec<Affine> = (0..self.stage.n_spatial).map(Affine::axis).collect();
+        // The row loop's variable: the first row of a tile.
+        let first = self
+            .row
+            .map(|a| format!("{}__0", var(self.stage, a)))
+            .unwrap_or_default();
         for r in 0..rows {
             let mut stores: Vec<Stmt> = (0..vectors)
                 .map(|v| {
                     let p = Point { r, v };
                     let at = IExpr::var(&j).plus(IExpr::Const((v * self.lanes) as i64));
-                    let index = (0..self.stage.n_spatial)
-                        .map(|a| self.axis_value(a, p))
-                        .fold(IExpr::Const(0), |acc, (a, x)| {
-                            acc.times(self.dims.extent(&self.stage.dims[a])).plus(x)
-                        });
                     Stmt::MaskedStore {
                         buf: buffer_name(self.op, out),
-                        index,
+                        index: self.flat(out, &own, p),
                         value: values[r * vectors + v].clone(),
                         lanes: self.lanes,
                         count: self.extent(self.j).plus(at.times(IExpr::Const(-1))),
@@ -214,9 +212,11 @@ impl Lowering<'_> {
                 })
                 .collect();
             if let (Some(row), true) = (self.row, r > 0) {
-                let first = IExpr::var(&format!("{}__0", var(self.stage, row)));
                 stores = vec![Stmt::If {
-                    conds: vec![(first.plus(IExpr::Const(r as i64)), self.extent(row))],
+                    conds: vec![(
+                        IExpr::var(&first).plus(IExpr::Const(r as i64)),
+                        self.extent(row),
+                    )],
                     then: stores,
                     otherwise: Vec::new(),
                 }];
@@ -233,7 +233,6 @@ impl Lowering<'_> {
             body,
         }];
         if let Some(row) = self.row {
-            let first = format!("{}__0", var(self.stage, row));
             let last = self.extent(row).plus(IExpr::Const(-1));
             // Rows past the end compute the last row again: their reads stay inside.
             let mut lets: Vec<Stmt> = (0..rows)
@@ -279,7 +278,7 @@ impl Lowering<'_> {
         let updates: Vec<Stmt> = points
             .iter()
             .map(|&p| {
-                let value = self.value(rbody, p, &mut 0, &mut loads);
+                let value = self.value(rbody, p, &mut 0, Some(&mut loads));
                 Stmt::Assign {
                     name: acc_name(i, p),
                     value: VExpr::Binary(
@@ -301,37 +300,59 @@ impl Lowering<'_> {
 
     /// Axis `a`'s value at point `p`: its variable, the point's row, or the
     /// vector's first point along the row.
-    fn axis_value(&self, a: AxisId, p: Point) -> (AxisId, IExpr) {
-        let x = if Some(a) == self.row {
+    fn axis_value(&self, a: AxisId, p: Point) -> IExpr {
+        if Some(a) == self.row {
             IExpr::var(&self.row_var(p.r).expect("a row axis"))
         } else if a == self.j {
             IExpr::var(&var(self.stage, a)).plus(IExpr::Const((p.v * self.lanes) as i64))
         } else {
             IExpr::var(&var(self.stage, a))
-        };
-        (a, x)
+        }
+    }
+
+    /// Row-major flat offset of `tensor[index...]` at point `p`.
+    fn flat(&self, tensor: TensorRef, index: &[Affine], p: Point) -> IExpr {
+        let dims = self.dims.tensor(tensor);
+        index
+            .iter()
+            .zip(dims)
+            .fold(IExpr::Const(0), |acc, (ix, d)| {
+                acc.times(d).plus(self.affine(ix, p))
+            })
     }
 
     fn affine(&self, ix: &Affine, p: Point) -> IExpr {
         ix.terms
             .iter()
             .fold(IExpr::Const(0), |acc, &(a, c)| {
-                acc.plus(self.axis_value(a, p).1.times(IExpr::Const(c)))
+                acc.plus(self.axis_value(a, p).times(IExpr::Const(c)))
             })
             .plus(IExpr::Const(ix.offset))
     }
 
     /// The value of `e` at point `p` (a vector of `lanes`), its reductions
     /// the accumulators of [`Self::reduction`] (`reduce` counts them in
-    /// visiting order) and its loads kept in `loads`.
-    fn value(&self, e: &Expr, p: Point, reduce: &mut usize, loads: &mut Loads) -> VExpr {
+    /// visiting order) and its loads kept in `loads` (else read in place).
+    fn value(
+        &self,
+        e: &Expr,
+        p: Point,
+        reduce: &mut usize,
+        mut loads: Option<&mut Loads>,
+    ) -> VExpr {
         match e {
             Expr::Const(c) => VExpr::Const(*c),
             Expr::ShapeValue(v) => VExpr::FromIndex(self.dims.shape_value(*v)),
-            Expr::Load { tensor, index, pad } => loads.get(self.load(*tensor, index, *pad, p)),
+            Expr::Load { tensor, index, pad } => {
+                let load = self.load(*tensor, index, *pad, p);
+                match loads {
+                    Some(loads) => loads.get(load),
+                    None => load,
+                }
+            }
             Expr::Unary(op, a) => VExpr::Unary(*op, Box::new(self.value(a, p, reduce, loads))),
             Expr::Binary(op, a, b) => {
-                let a = self.value(a, p, reduce, loads);
+                let a = self.value(a, p, reduce, loads.as_deref_mut());
                 let b = self.value(b, p, reduce, loads);
                 VExpr::Binary(*op, Box::new(a), Box::new(b))
             }
@@ -367,12 +388,7 @@ impl Lowering<'_> {
                 bound: bound.clone(),
             })
             .collect();
-        let flat = index
-            .iter()
-            .zip(&dims)
-            .fold(IExpr::Const(0), |acc, (ix, d)| {
-                acc.times(d.clone()).plus(self.affine(ix, p))
-            });
+        let flat = self.flat(tensor, index, p);
         let buf = buffer_name(self.op, tensor);
         let pad = pad.unwrap_or(0.0);
         if along {
@@ -439,24 +455,5 @@ impl Loads {
                 init: load.clone(),
             })
             .collect()
-    }
-
-    /// `value` with the loads outside every reduction read in place (the
-    /// epilogue reads each once per point).
-    fn inline(&self, value: VExpr) -> VExpr {
-        match value {
-            VExpr::Local(name) => match name
-                .strip_prefix("ld__")
-                .and_then(|i| i.parse::<usize>().ok())
-            {
-                Some(i) => self.list[i].clone(),
-                None => VExpr::Local(name),
-            },
-            VExpr::Unary(op, a) => VExpr::Unary(op, Box::new(self.inline(*a))),
-            VExpr::Binary(op, a, b) => {
-                VExpr::Binary(op, Box::new(self.inline(*a)), Box::new(self.inline(*b)))
-            }
-            v => v,
-        }
     }
 }
