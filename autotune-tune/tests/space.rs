@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use autotune_codegen::lower::SMALL_GRAIN;
 use autotune_codegen::space::StageSchedule;
 use autotune_codegen::Workload;
 use autotune_codegen::{Config, KnobKind, KnobName, Space, Value};
@@ -165,9 +166,10 @@ fn scheduled_generic_kernels_match_the_reference_at_random_shapes() {
 /// fits a call: vectors along the last axis, masked at its end, and rows
 /// clamped to the last one) is correct at every shape: each operator of the
 /// test set that takes it, called directly at random shapes (0, 1, primes,
-/// just below and above a vector's lanes and the rows of its tiles), against
-/// the default-schedule reference. CI runs it again capped at AVX2 or at the
-/// baseline, whose masked loads and stores are other code.
+/// just below and above a vector's lanes and the rows of its tiles), and once
+/// at a shape large enough for its row tiles to run in chunks on two
+/// threads, against the default-schedule reference. CI runs it again capped
+/// at AVX2 or at the baseline, whose masked loads and stores are other code.
 #[test]
 fn small_call_kernels_match_the_reference_at_random_shapes() {
     let seed = env_u64("AUTOTUNE_PROPTEST_SEED", 2026);
@@ -176,6 +178,7 @@ fn small_call_kernels_match_the_reference_at_random_shapes() {
     let root =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("small-{}", common::target().isa));
     const SIZES: [i64; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 13, 15, 16, 17, 33, 47];
+    const LARGE: [i64; 9] = [3, 5, 17, 37, 61, 67, 97, 131, 257];
     let mut jobs = Vec::new();
     for op in test_ops() {
         let Some(anchor) = op.specializations.first().map(|s| s.values.clone()) else {
@@ -197,17 +200,24 @@ fn small_call_kernels_match_the_reference_at_random_shapes() {
         if !c.contains("CANDIDATE__generic__small(") {
             continue;
         }
-        for i in 0..3 {
-            let Some(at) = with_shape_from(&op, &SIZES, &mut rng) else {
-                continue;
-            };
+        // Three small calls, and one whose chunks of row tiles run on two threads.
+        let mut shapes: Vec<Option<Operator>> = (0..3)
+            .map(|_| with_shape_from(&op, &SIZES, &mut rng))
+            .collect();
+        shapes.push((0..50).find_map(|_| {
+            with_shape_from(&op, &LARGE, &mut rng)
+                .filter(|at| (2 * SMALL_GRAIN..1 << 22).contains(&most_iterations(at)))
+        }));
+        for (i, at) in shapes.into_iter().enumerate() {
+            let Some(at) = at else { continue };
+            let threads = if i == 3 { 2 } else { 1 };
             let w = Workload {
                 spec: at.specializations.len() - 1,
                 op: at,
             };
             let call = measure::call_at_shapes(&w, "CANDIDATE", "CANDIDATE__generic__small");
             let dir = root.join(format!("{}-{i}", op.name));
-            jobs.push((w, c.clone() + &call, config.clone(), dir));
+            jobs.push((w, c.clone() + &call, config.clone(), dir, threads));
         }
     }
     let ops: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.0.op.name.as_str()).collect();
@@ -217,10 +227,15 @@ fn small_call_kernels_match_the_reference_at_random_shapes() {
         ops.len()
     );
     assert!(ops.len() >= 5, "only {ops:?} take the small-call schedule");
-    let tallies = on_every_core(&jobs, |(w, c, config, dir)| {
+    let parallel = jobs.iter().filter(|j| j.4 > 1).count();
+    assert!(
+        parallel >= 5,
+        "only {parallel} calls run chunks in parallel"
+    );
+    let tallies = on_every_core(&jobs, |(w, c, config, dir, threads)| {
         let harness = tuning_harness(w, dir, seed);
         let timing = measure::TimingOptions {
-            threads: 1,
+            threads: *threads,
             ..Default::default()
         };
         let candidates = [measure::Candidate::Source(c.clone())];
@@ -237,6 +252,16 @@ fn small_call_kernels_match_the_reference_at_random_shapes() {
     });
     let checked: usize = tallies.iter().map(|t| t.checked).sum();
     assert_eq!(checked, jobs.len(), "every shape is checked");
+}
+
+/// The iterations of `op`'s largest stage at its last specialisation.
+fn most_iterations(op: &Operator) -> i64 {
+    let values = &op.specializations.last().expect("a shape").values;
+    op.stages
+        .iter()
+        .map(|s| s.axes.iter().map(|a| a.extent.value(values)).product())
+        .max()
+        .unwrap_or(0)
 }
 
 /// A harness for `w` in `dir` with tuning's limits. Correctness is checked

@@ -22,6 +22,7 @@ use naive::Lowerer;
 pub use names::{buffer_name, c_ident};
 use names::{slot_name, PARTIAL_SUMS};
 use shape::{flops, naive_shape, points, NestShape};
+pub use small::GRAIN as SMALL_GRAIN;
 
 /// Lowers one variant of `op`: with `schedule` (one entry per stage) or the
 /// default schedule. A generic kernel's schedule is lowered with symbolic
