@@ -126,6 +126,14 @@ pub fn max_pool2d(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, (C, OH, OW)> {
     })
 }
 
+/// Max-pool 3×3, stride 1, padding 1 (padding reads -∞): its reads step along
+/// the row by one, so a small call runs the small-call schedule, whose masked
+/// loads put the -∞ in the lanes past a row's ends.
+#[tensor_op(specialize(C = 4, H = 15, W = 15))]
+pub fn max_pool3x3(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, (C, H, W)> {
+    compute(|c, h, v| max(|r @ 0..3, s @ 0..3| x.pad(f32::NEG_INFINITY)[c][h + r - 1][v + s - 1]))
+}
+
 /// Global average pool over H×W.
 #[tensor_op(specialize(C = 16, H = 7, W = 7))]
 pub fn global_avg_pool(x: Tensor<f32, (C, H, W)>) -> Tensor<f32, C> {

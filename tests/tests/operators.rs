@@ -317,6 +317,25 @@ fn max_pool2d() {
 }
 
 #[test]
+fn max_pool3x3() {
+    for (c, h, w) in [(4, 15, 15), (1, 1, 1), (2, 3, 17), (3, 5, 40), (8, 33, 35)] {
+        let x = random::<f32, 3>([c, h, w], 26);
+        check(&format!("max_pool3x3 {:?}", (c, h, w)), |imp, out| {
+            ops::__autotune_max_pool3x3(imp, x.view(), out)
+        });
+        // Hand check: output (0, 0, w - 1) is the max of the valid 2×2 corner window.
+        let y = ops::max_pool3x3(&x).unwrap();
+        let mut m = f32::NEG_INFINITY;
+        for i in 0..h.min(2) {
+            for j in w.saturating_sub(2)..w {
+                m = m.max(x.get([0, i, j]).unwrap());
+            }
+        }
+        assert_eq!(y.get([0, 0, w - 1]), Some(m));
+    }
+}
+
+#[test]
 fn global_avg_pool() {
     for (c, h, w) in [(16, 7, 7), (1, 1, 1), (3, 17, 127), (64, 14, 14)] {
         let x = random::<f32, 3>([c, h, w], 25);
