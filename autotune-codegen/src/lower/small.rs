@@ -17,7 +17,7 @@ use autotune_lang::ir::{Affine, AxisId, Expr, Operator, ReduceOp, Stage, TensorR
 
 use super::dims::Dims;
 use super::names::{buffer_name, c_ident};
-use crate::loopnest::{Guard, IExpr, Stmt, VExpr};
+use crate::loopnest::{Guard, IExpr, LoopKind, Stmt, VExpr};
 
 /// Register tiles (rows, vectors per row): where a row holds more than one
 /// vector, and where it holds one at most. On an Intel Xeon (AVX-512, 1
@@ -117,10 +117,9 @@ pub(crate) fn fit(op: &Operator, dims: Dims) -> Option<crate::emit::SmallFit> {
 }
 
 /// The nest of stage `s` in the small-call schedule with vectors of `lanes`
-/// (the caller checked [`applies`]): its row tiles (and outer axes' points)
-/// in one loop of units, in chunks of at least [`GRAIN`] iterations on the
-/// pool's threads, so that a call of a few million iterations on 2 threads
-/// does not run on one (a call under `GRAIN` is one chunk, on its caller).
+/// (the caller checked [`applies`]): a call of `2 × GRAIN` iterations or
+/// more runs its row tiles in chunks on the pool's threads, so that a call
+/// of a few million iterations on 2 threads does not run on one.
 pub(crate) fn stage(op: &Operator, dims: Dims, s: usize, lanes: usize) -> Vec<Stmt> {
     let stage = &op.stages[s];
     let n = stage.n_spatial;
@@ -184,98 +183,38 @@ impl Lowering<'_> {
         self.row.map(|a| format!("{}__0", var(self.stage, a)))
     }
 
-    /// The stage's tiles of `rows` × `vectors`: one loop over units (a point
-    /// of the outer spatial axes and a row tile, row tiles innermost), run
-    /// by the pool in `chunks` of consecutive units.
+    /// The stage's tiles of `rows` × `vectors`: its row tiles (with the points
+    /// of its outer spatial axes: "units", row tiles innermost) in its own
+    /// loops where the stage has fewer than `2 × GRAIN` iterations, else in
+    /// chunks of consecutive units on the pool. (Outlined into the pool's
+    /// body for every call, the loops ran the smallest calls 1.3x slower.)
     fn units(&self, s: usize, (rows, vectors): (usize, usize)) -> Vec<Stmt> {
         let body = self.tile(s, (rows, vectors));
-        // (variable, count, step) of each digit of a unit, outer to inner.
-        let mut digits: Vec<(String, IExpr, i64)> = (0..self.stage.n_spatial.saturating_sub(2))
-            .map(|a| (var(self.stage, a), self.extent(a), 1))
+        let mut digits: Vec<Digit> = (0..self.stage.n_spatial.saturating_sub(2))
+            .map(|a| Digit {
+                var: var(self.stage, a),
+                count: self.extent(a),
+                step: 1,
+                end: self.extent(a),
+            })
             .collect();
         if let (Some(row), Some(first)) = (self.row, self.first_row()) {
-            digits.push((first, self.extent(row).ceil_div(rows as i64), rows as i64));
+            digits.push(Digit {
+                var: first,
+                count: self.extent(row).ceil_div(rows as i64),
+                step: rows as i64,
+                end: self.extent(row),
+            });
         }
         if digits.is_empty() {
             return body;
         }
-        // A call of one chunk runs the units' loops in place: outlined into
-        // the pool's body they ran the smallest calls 1.3x slower.
-        let serial = digits
-            .iter()
-            .rev()
-            .fold(body.clone(), |inner, (v, count, step)| {
-                let end = match *step {
-                    1 => count.clone(),
-                    _ => self.extent(self.row.expect("a row axis")),
-                };
-                vec![Stmt::For {
-                    var: v.clone(),
-                    start: IExpr::Const(0),
-                    end,
-                    step: *step,
-                    kind: crate::loopnest::LoopKind::Serial,
-                    body: inner,
-                }]
-            });
-        let units = digits
-            .iter()
-            .fold(IExpr::Const(1), |acc, d| acc.times(d.1.clone()));
         let work =
             (0..self.stage.axes.len()).fold(IExpr::Const(1), |acc, a| acc.times(self.extent(a)));
-        let chunks = work
-            .clone()
-            .floor_div(GRAIN)
-            .max(IExpr::Const(1))
-            .min(units.clone());
-        let mut lets = Vec::new();
-        let mut inner = IExpr::Const(1);
-        let outermost = digits.len() - 1;
-        for (i, (v, count, step)) in digits.into_iter().rev().enumerate() {
-            // (The outermost digit is below its count: no remainder to take.)
-            let digit = IExpr::var(UNIT).div_by(inner.clone());
-            let digit = match i == outermost {
-                true => digit,
-                false => digit.rem_by(count.clone()),
-            };
-            lets.insert(
-                0,
-                Stmt::Let {
-                    name: v,
-                    value: digit.times(IExpr::Const(step)),
-                },
-            );
-            inner = inner.times(count);
-        }
-        lets.extend(body);
-        // The chunk's units, from the counts named once.
-        let bound = |k: IExpr| k.times(IExpr::var(UNITS)).div_by(IExpr::var(CHUNKS));
-        let parallel = Stmt::Parallel {
-            var: CHUNK.to_string(),
-            extent: chunks.clone(),
-            body: vec![
-                Stmt::Let {
-                    name: UNITS.to_string(),
-                    value: units,
-                },
-                Stmt::Let {
-                    name: CHUNKS.to_string(),
-                    value: chunks,
-                },
-                Stmt::For {
-                    var: UNIT.to_string(),
-                    start: bound(IExpr::var(CHUNK)),
-                    end: bound(IExpr::var(CHUNK).plus(IExpr::Const(1))),
-                    step: 1,
-                    kind: crate::loopnest::LoopKind::Serial,
-                    body: lets,
-                },
-            ],
-        };
         vec![Stmt::If {
-            conds: vec![(work, IExpr::Const(2 * GRAIN))],
-            then: serial,
-            otherwise: vec![parallel],
+            conds: vec![(work.clone(), IExpr::Const(2 * GRAIN))],
+            then: serial(&digits, body.clone()),
+            otherwise: vec![chunked(digits, work, body)],
         }]
     }
 
@@ -339,7 +278,7 @@ impl Lowering<'_> {
             start: IExpr::Const(0),
             end: self.extent(self.j),
             step,
-            kind: crate::loopnest::LoopKind::Serial,
+            kind: LoopKind::Serial,
             body,
         }];
         if let Some(row) = self.row {
@@ -514,6 +453,86 @@ impl Lowering<'_> {
                 stride: 1,
             }
         }
+    }
+}
+
+/// One digit of a unit: a loop `var` over `count` values `step` apart,
+/// below `end`.
+struct Digit {
+    var: String,
+    count: IExpr,
+    step: i64,
+    end: IExpr,
+}
+
+/// `body` in a loop per digit, the first outermost.
+fn serial(digits: &[Digit], body: Vec<Stmt>) -> Vec<Stmt> {
+    digits.iter().rev().fold(body, |inner, d| {
+        vec![Stmt::For {
+            var: d.var.clone(),
+            start: IExpr::Const(0),
+            end: d.end.clone(),
+            step: d.step,
+            kind: LoopKind::Serial,
+            body: inner,
+        }]
+    })
+}
+
+/// `body` for every unit (a value of each digit), in as many chunks of
+/// consecutive units as `work` holds [`GRAIN`]s, on the pool; each unit's
+/// digits taken apart from its number.
+fn chunked(digits: Vec<Digit>, work: IExpr, body: Vec<Stmt>) -> Stmt {
+    let units = digits
+        .iter()
+        .fold(IExpr::Const(1), |acc, d| acc.times(d.count.clone()));
+    let chunks = work
+        .floor_div(GRAIN)
+        .max(IExpr::Const(1))
+        .min(units.clone());
+    let mut lets = Vec::new();
+    let mut inner = IExpr::Const(1);
+    let outermost = digits.len() - 1;
+    for (i, d) in digits.into_iter().rev().enumerate() {
+        // (The outermost digit is below its count: no remainder to take.)
+        let digit = IExpr::var(UNIT).div_by(inner.clone());
+        let digit = match i == outermost {
+            true => digit,
+            false => digit.rem_by(d.count.clone()),
+        };
+        lets.insert(
+            0,
+            Stmt::Let {
+                name: d.var,
+                value: digit.times(IExpr::Const(d.step)),
+            },
+        );
+        inner = inner.times(d.count);
+    }
+    lets.extend(body);
+    // The chunk's units, from the counts named once.
+    let bound = |k: IExpr| k.times(IExpr::var(UNITS)).div_by(IExpr::var(CHUNKS));
+    Stmt::Parallel {
+        var: CHUNK.to_string(),
+        extent: chunks.clone(),
+        body: vec![
+            Stmt::Let {
+                name: UNITS.to_string(),
+                value: units,
+            },
+            Stmt::Let {
+                name: CHUNKS.to_string(),
+                value: chunks,
+            },
+            Stmt::For {
+                var: UNIT.to_string(),
+                start: bound(IExpr::var(CHUNK)),
+                end: bound(IExpr::var(CHUNK).plus(IExpr::Const(1))),
+                step: 1,
+                kind: LoopKind::Serial,
+                body: lets,
+            },
+        ],
     }
 }
 
