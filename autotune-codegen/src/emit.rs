@@ -197,6 +197,7 @@ pub const SMALL_EXTENT: i64 = 64;
 /// nothing: 34×949×737 (2.8 MB of B) and 16×4096² ran at 0.6× and 0.25× the
 /// tiled kernel without this rule.
 pub const SMALL_REREAD_BYTES: i64 = 512 * 1024;
+/// Two rows of the small-call schedule's tiles ([`SMALL_REREAD_BYTES`]).
 pub const SMALL_ROWS: usize = 12;
 
 /// The last spatial extent below which lanes along a reduction may read an
@@ -718,6 +719,48 @@ typedef long long at_mask4 __attribute__((vector_size(32)));
   (at_mask4){1, 2, 4, 8}) != (at_mask4){0}))
 #endif
 "#;
+
+/// The names an AVX2 masked load or store of a whole 256-bit vector of
+/// `dtype` uses: its vector and mask types, the macro that makes the mask
+/// from bits ([`MASKED_C`]), and the builtins.
+struct Avx2Mask {
+    vector: &'static str,
+    mask: &'static str,
+    bits: &'static str,
+    load: &'static str,
+    store: &'static str,
+}
+
+impl Avx2Mask {
+    fn of(dtype: DType) -> Avx2Mask {
+        match dtype {
+            DType::F32 => Avx2Mask {
+                vector: "at_v8",
+                mask: "at_mask8",
+                bits: "at_mask_epi32",
+                load: "__builtin_ia32_maskloadps256",
+                store: "__builtin_ia32_maskstoreps256",
+            },
+            DType::F64 => Avx2Mask {
+                vector: "at_v4",
+                mask: "at_mask4",
+                bits: "at_mask_epi64",
+                load: "__builtin_ia32_maskloadpd256",
+                store: "__builtin_ia32_maskstorepd256",
+            },
+        }
+    }
+}
+
+/// The test that a guard of a read holds at lane `l` (a C expression; "0"
+/// for a scalar read or a vector's first lane).
+fn guard_test(g: &Guard, l: &str) -> String {
+    let e = match (g.lane_step, l) {
+        (0, _) | (_, "0") => iexpr(&g.index),
+        (step, l) => format!("({} + {l} * {step})", iexpr(&g.index)),
+    };
+    format!("0 <= {e} && {e} < {}", iexpr(&g.bound))
+}
 
 /// The prefix of a vector's lanes combined into one ([`HREDUCE_C`]).
 const HREDUCE_PREFIX: &str = "at_hred_";
@@ -1282,12 +1325,15 @@ impl Writer {
                     (Isa::Avx512, DType::F64, 8) => format!(
                         "__builtin_ia32_storeupd512_mask((double *)({p}), (at_v8)({v}), (uint8_t){mask});"
                     ),
-                    (Isa::Avx512 | Isa::Avx2, DType::F32, 8) => format!(
-                        "__builtin_ia32_maskstoreps256((at_v8 *)({p}), at_mask_epi32({mask}), (at_v8)({v}));"
-                    ),
-                    (Isa::Avx512 | Isa::Avx2, DType::F64, 4) => format!(
-                        "__builtin_ia32_maskstorepd256((at_v4 *)({p}), at_mask_epi64({mask}), (at_v4)({v}));"
-                    ),
+                    (Isa::Avx512 | Isa::Avx2, DType::F32, 8) | (Isa::Avx512 | Isa::Avx2, DType::F64, 4) => {
+                        let a = Avx2Mask::of(self.dtype);
+                        format!(
+                            "{}(({vt} *)({p}), {}({mask}), ({vt})({v}));",
+                            a.store,
+                            a.bits,
+                            vt = a.vector
+                        )
+                    }
                     _ => format!(
                         "{{ const {} s__ = {v}; const uint32_t m__ = {mask}; \
                          for (int l__ = 0; l__ < {lanes}; ++l__) if (m__ >> l__ & 1) ({p})[l__] = s__[l__]; }}",
@@ -1492,15 +1538,7 @@ impl Writer {
                 stride,
             } => {
                 let idx = iexpr(index);
-                // The test of a guard at lane `l` (a C expression).
-                let test = |g: &Guard, l: &str| -> String {
-                    let e = match (g.lane_step, l) {
-                        (0, _) | (_, "0") => iexpr(&g.index),
-                        (step, l) => format!("({} + {l} * {step})", iexpr(&g.index)),
-                    };
-                    format!("0 <= {e} && {e} < {}", iexpr(&g.bound))
-                };
-                let all_at = |l: &str| guard.iter().map(|g| test(g, l)).collect::<Vec<_>>();
+                let all_at = |l: &str| guard.iter().map(|g| guard_test(g, l)).collect::<Vec<_>>();
                 if *lanes > 1 {
                     let text = if *stride == 1 {
                         format!("(*(const {} *)&{buf}[{idx}])", self.uvtype(*lanes))
@@ -1533,7 +1571,7 @@ impl Writer {
                                 guard
                                     .iter()
                                     .filter(|g| g.lane_step != 0)
-                                    .map(|g| test(g, &last))
+                                    .map(|g| guard_test(g, &last))
                             )
                             .collect::<Vec<_>>()
                             .join(" && "),
@@ -1569,11 +1607,7 @@ impl Writer {
                 for g in guard {
                     let at = g.index.clone().times(IExpr::Const(-1));
                     match g.lane_step {
-                        0 => all.push(format!(
-                            "0 <= {i} && {i} < {}",
-                            iexpr(&g.bound),
-                            i = iexpr(&g.index)
-                        )),
+                        0 => all.push(guard_test(g, "0")),
                         1 => {
                             lo = lo.max(at.clone());
                             hi = hi.min(g.bound.clone().plus(at));
@@ -1598,10 +1632,13 @@ impl Writer {
                     // AVX2's masked load zeroes the lanes it skips; a pad
                     // other than +0 is put in them bitwise.
                     (Isa::Avx512 | Isa::Avx2, DType::F32, 8) | (Isa::Avx512 | Isa::Avx2, DType::F64, 4) => {
-                        let (vt, m, bits, builtin) = match self.dtype {
-                            DType::F32 => ("at_v8", "at_mask8", "at_mask_epi32", "__builtin_ia32_maskloadps256"),
-                            DType::F64 => ("at_v4", "at_mask4", "at_mask_epi64", "__builtin_ia32_maskloadpd256"),
-                        };
+                        let Avx2Mask {
+                            vector: vt,
+                            mask: m,
+                            bits,
+                            load: builtin,
+                            ..
+                        } = Avx2Mask::of(self.dtype);
                         let value = match zero_pad {
                             true => "l__".to_string(),
                             false => format!("({vt})(({m})l__ | (({m})(({vt}){{0}} + {pad}) & ~m__))"),

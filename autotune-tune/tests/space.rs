@@ -200,17 +200,18 @@ fn small_call_kernels_match_the_reference_at_random_shapes() {
         if !c.contains("CANDIDATE__generic__small(") {
             continue;
         }
-        // Three small calls, and one whose chunks of row tiles run on two threads.
-        let mut shapes: Vec<Option<Operator>> = (0..3)
-            .map(|_| with_shape_from(&op, &SIZES, &mut rng))
+        // Three small calls on one thread, and one whose chunks of row tiles
+        // run on two.
+        let mut shapes: Vec<(Option<Operator>, usize)> = (0..3)
+            .map(|_| (with_shape_from(&op, &SIZES, &mut rng), 1))
             .collect();
-        shapes.push((0..50).find_map(|_| {
+        let chunked = (0..50).find_map(|_| {
             with_shape_from(&op, &LARGE, &mut rng)
                 .filter(|at| (2 * SMALL_GRAIN..1 << 20).contains(&most_iterations(at)))
-        }));
-        for (i, at) in shapes.into_iter().enumerate() {
+        });
+        shapes.push((chunked, 2));
+        for (i, (at, threads)) in shapes.into_iter().enumerate() {
             let Some(at) = at else { continue };
-            let threads = if i == 3 { 2 } else { 1 };
             let w = Workload {
                 spec: at.specializations.len() - 1,
                 op: at,

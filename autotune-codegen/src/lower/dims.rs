@@ -2,7 +2,7 @@
 //! shape parameters in the generic kernel. Both schedules read sizes only
 //! through here, so one lowering serves both kinds of kernel.
 
-use autotune_lang::ir::{Extent, Operator, ShapeExpr, ShapeVarId, ShapeVarKind, TensorRef};
+use autotune_lang::ir::{Extent, Operator, ShapeExpr, ShapeVarId, ShapeVarKind, Stage, TensorRef};
 
 use super::names::c_ident;
 use crate::loopnest::IExpr;
@@ -38,6 +38,14 @@ impl<'a> Dims<'a> {
             Extent::Const(c) => IExpr::Const(*c),
             Extent::Var(v) => self.shape_value(*v),
         }
+    }
+
+    /// The iterations of `stage`'s loops: the product of its axes' extents.
+    pub fn iterations(&self, stage: &Stage) -> IExpr {
+        stage
+            .axes
+            .iter()
+            .fold(IExpr::Const(1), |p, a| p.times(self.extent(&a.extent)))
     }
 
     /// The dimensions of a tensor, outer to inner.

@@ -222,12 +222,7 @@ pub fn generic_extents(op: &Operator, s: usize) -> Vec<IExpr> {
 pub fn iterations(op: &Operator) -> IExpr {
     let dims = Dims::new(op, None);
     op.stages.iter().fold(IExpr::Const(0), |acc, stage| {
-        acc.plus(
-            stage
-                .axes
-                .iter()
-                .fold(IExpr::Const(1), |p, a| p.times(dims.extent(&a.extent))),
-        )
+        acc.plus(dims.iterations(stage))
     })
 }
 

@@ -209,8 +209,7 @@ impl Lowering<'_> {
         if digits.is_empty() {
             return body;
         }
-        let work =
-            (0..self.stage.axes.len()).fold(IExpr::Const(1), |acc, a| acc.times(self.extent(a)));
+        let work = self.dims.iterations(self.stage);
         vec![Stmt::If {
             conds: vec![(work.clone(), IExpr::Const(2 * GRAIN))],
             then: serial(&digits, body.clone()),
