@@ -191,6 +191,16 @@ pub fn opens_border_tile(code: &[Stmt]) -> bool {
     matches!(code.first(), Some(Stmt::Comment(c)) if c == BORDER_TILE)
 }
 
+/// The comment that opens the one step ending a block of lanes along a
+/// reduction where the block's length is not a whole number of vectors (the
+/// `then` of an `If`): its reads test their lanes, as a mask, once a block.
+pub const MASKED_REST: &str = "the block's last lanes: reads masked past its end";
+
+/// Whether `code` (the `then` of an `If`) is that step.
+pub fn opens_masked_rest(code: &[Stmt]) -> bool {
+    matches!(code.first(), Some(Stmt::Comment(c)) if c == MASKED_REST)
+}
+
 /// A bounds test of a guarded load: `0 <= index + l * lane_step < bound` for
 /// lane `l` (`lane_step` is 0 for a scalar, or where the lanes run along
 /// another dimension).
@@ -202,6 +212,63 @@ pub struct Guard {
 }
 
 impl VExpr {
+    /// The expression with every vector load's lanes also tested by `guard`
+    /// (a load of consecutive elements masked), reading its pad where it
+    /// fails: a step of lanes along a reduction that runs past its end.
+    pub fn guard_lanes(self, guard: &Guard) -> VExpr {
+        let inner = |e: Box<VExpr>| Box::new(e.guard_lanes(guard));
+        match self {
+            VExpr::Load {
+                buf,
+                index,
+                guard: mut tests,
+                pad,
+                lanes,
+                stride,
+            } if lanes > 1 => {
+                tests.push(guard.clone());
+                match stride {
+                    1 => VExpr::MaskedLoad {
+                        buf,
+                        index,
+                        guard: tests,
+                        pad,
+                        lanes,
+                    },
+                    _ => VExpr::Load {
+                        buf,
+                        index,
+                        guard: tests,
+                        pad,
+                        lanes,
+                        stride,
+                    },
+                }
+            }
+            VExpr::MaskedLoad {
+                buf,
+                index,
+                guard: mut tests,
+                pad,
+                lanes,
+            } => {
+                tests.push(guard.clone());
+                VExpr::MaskedLoad {
+                    buf,
+                    index,
+                    guard: tests,
+                    pad,
+                    lanes,
+                }
+            }
+            VExpr::Splat(a, lanes) => VExpr::Splat(inner(a), lanes),
+            VExpr::Unary(op, a) => VExpr::Unary(op, inner(a)),
+            VExpr::Binary(op, a, b) => VExpr::Binary(op, inner(a), inner(b)),
+            VExpr::Horizontal(op, a) => VExpr::Horizontal(op, inner(a)),
+            e => e,
+        }
+    }
+
     /// Whether the expression reads index variable `v`.
     pub fn mentions(&self, v: &str) -> bool {
         match self {
