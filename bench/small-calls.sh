@@ -2,9 +2,10 @@
 # The small-call schedule beside the tiled kernels of the generic GEMM (issue 18), at a
 # calibration list of small GEMMs kept apart from bench/generic.sh's sweep, on THREADS
 # threads of the kernels' pool (default 1). Writes bench/results/small-calls-<time>.log.
-#   [THREADS=2] bash bench/small-calls.sh
+#   [THREADS=2] [SHAPES="MxNxK ..."] bash bench/small-calls.sh
 # - The shapes: M, N, K log-uniform in 1-1024 from seed 7 (generic.sh draws from seed
 #   18), a size below 64 in each, 512 to 5e7 iterations; printed at the top of the log.
+#   SHAPES times these instead.
 # - The kernels: the generic kernel of bench/ops.rs `gemm` as a build ships it
 #   (`cargo autotune bench --generic --cached` leaves its C), compiled beside a harness
 #   that times at each shape the generic kernel (its dispatcher's choice), the
@@ -21,6 +22,7 @@ rm -rf "$BUILD" && mkdir -p "$BUILD" "$(dirname "$OUT")"
 autotune_cli
 build_peak "$BUILD/peak"
 
+if [ -z "${SHAPES:-}" ]; then
 SHAPES="$(python3 - <<'EOF'
 import math, random
 r = random.Random(7)
@@ -34,6 +36,7 @@ while len(out) < 40:
 print(" ".join(out))
 EOF
 )"
+fi
 
 # The generic kernel's C (and the runtime's), as the bench command builds it.
 $AT bench --file "$ROOT/bench/ops.rs" --op gemm --shape M=64,N=64,K=64 --generic \
