@@ -722,9 +722,10 @@ typedef long long at_mask4 __attribute__((vector_size(32)));
 
 /// The builtins of an AVX-512 masked load or store of a vector of `lanes` of
 /// a dtype (512 or, with AVX-512VL, 256 bits), its vector type and the
-/// integer type of its mask. (Their pointers are passed as `void *`: GCC's
-/// builtins take the element's pointer, clang's the vector's.) (AVX2's masked load of 256 bits ran a lanes-along-K
-/// GEMM's last steps 7% slower: 33×1×4093, 14.0 against 15.1 GFLOP/s.)
+/// integer type of its mask. Their pointers are passed as `void *`: GCC's
+/// builtins take the element's pointer, clang's the vector's. (Through
+/// AVX2's `vmaskmovps`, a lanes-along-K GEMM of 33×1×4093 ran 12.9–13.3
+/// GFLOP/s, through these 14.4.)
 struct Avx512Mask {
     vector: &'static str,
     mask: &'static str,

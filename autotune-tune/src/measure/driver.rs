@@ -419,7 +419,7 @@ int main(int argc, char **argv) {
       } else {
         /* Back to back, as a caller's loop runs them and the peers' harness
          * times them: a clock read (~19 ns) in every call's time made a
-         * 73 ns GEMM of 7x82x4 read 96. */
+         * 75 ns GEMM of 7x82x4 read 96. */
         double a = now();
         for (long r = 0; r < reps; ++r) {
           if (k(CALL_ARGS)) return 3;
@@ -476,7 +476,7 @@ mod tests {
 
     /// A sample's calls run back to back between two clock reads, as a
     /// caller's loop runs them (a clock read, ~19 ns, in every call's time
-    /// made a 73 ns call read 96), unless evictions come between them: then
+    /// made a 75 ns call read 96), unless evictions come between them: then
     /// each call is timed alone.
     #[test]
     fn calls_without_evictions_are_timed_back_to_back() {
