@@ -1219,6 +1219,12 @@ impl Writer {
             .flatten()
     }
 
+    /// The AVX2 masked loads and stores of vectors of `lanes`, in a clone
+    /// compiled for AVX2: whole 256-bit vectors only.
+    fn avx2_mask(&self, lanes: usize) -> Option<Avx2Mask> {
+        (self.isa == Isa::Avx2 && lanes * self.dtype.size() == 32).then(|| Avx2Mask::of(self.dtype))
+    }
+
     fn vtype(&self, lanes: usize) -> String {
         if lanes == 1 {
             self.dtype.c_name().to_string()
@@ -1377,13 +1383,12 @@ impl Writer {
                 let v = self.widen(self.vexpr(value), *lanes);
                 let p = format!("&{buf}[{}]", iexpr(index));
                 let mask = format!("{MASK_PREFIX}(0, {}, {lanes})", iexpr(count));
-                let text = match (self.avx512_mask(*lanes), self.dtype, *lanes) {
-                    (Some(m), ..) => format!(
+                let text = match (self.avx512_mask(*lanes), self.avx2_mask(*lanes)) {
+                    (Some(m), _) => format!(
                         "{}((void *)({p}), ({})({v}), ({}){mask});",
                         m.store, m.vector, m.mask
                     ),
-                    (None, DType::F32, 8) | (None, DType::F64, 4) if self.isa >= Isa::Avx2 => {
-                        let a = Avx2Mask::of(self.dtype);
+                    (None, Some(a)) => {
                         format!(
                             "{}(({vt} *)({p}), {}({mask}), ({vt})({v}));",
                             a.store,
@@ -1679,21 +1684,21 @@ impl Writer {
                 let p = format!("&{buf}[{}]", iexpr(index));
                 let zero_pad = *pad == 0.0 && pad.is_sign_positive();
                 let pad = self.constant(*pad);
-                let text = match (self.avx512_mask(*lanes), self.dtype, *lanes) {
-                    (Some(m), ..) => format!(
+                let text = match (self.avx512_mask(*lanes), self.avx2_mask(*lanes)) {
+                    (Some(m), _) => format!(
                         "{}((const void *)({p}), ({}){{0}} + {pad}, ({}){mask})",
                         m.load, m.vector, m.mask
                     ),
                     // AVX2's masked load zeroes the lanes it skips; a pad
                     // other than +0 is put in them bitwise.
-                    (None, DType::F32, 8) | (None, DType::F64, 4) if self.isa >= Isa::Avx2 => {
+                    (None, Some(a)) => {
                         let Avx2Mask {
                             vector: vt,
                             mask: m,
                             bits,
                             load: builtin,
                             ..
-                        } = Avx2Mask::of(self.dtype);
+                        } = a;
                         let value = match zero_pad {
                             true => "l__".to_string(),
                             false => format!("({vt})(({m})l__ | (({m})(({vt}){{0}} + {pad}) & ~m__))"),
