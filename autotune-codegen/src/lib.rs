@@ -41,7 +41,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 16;
+pub const GENERATOR_VERSION: u32 = 17;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header and the compile flags. A

@@ -179,6 +179,12 @@ pub enum VExpr {
     /// The lanes of a vector combined into one value with `+`, max or min
     /// (the accumulator of lanes along a reduction, in the store).
     Horizontal(BinaryOp, Box<VExpr>),
+    /// The lanes of each of `n` vectors combined as by [`VExpr::Horizontal`],
+    /// at once: a vector of their lanes whose lane `i * lanes / n` holds
+    /// vector `i`'s (`n` a power of two, at most the lanes). A register
+    /// tile's accumulators of lanes along a reduction share one tree of
+    /// shuffles.
+    Horizontals(BinaryOp, Vec<VExpr>),
 }
 
 /// The comment that opens a border tile's code (the `else` of a register
@@ -265,6 +271,9 @@ impl VExpr {
             VExpr::Unary(op, a) => VExpr::Unary(op, inner(a)),
             VExpr::Binary(op, a, b) => VExpr::Binary(op, inner(a), inner(b)),
             VExpr::Horizontal(op, a) => VExpr::Horizontal(op, inner(a)),
+            VExpr::Horizontals(op, vs) => {
+                VExpr::Horizontals(op, vs.into_iter().map(|v| v.guard_lanes(guard)).collect())
+            }
             e => e,
         }
     }
@@ -282,6 +291,7 @@ impl VExpr {
             }
             VExpr::Splat(e, _) | VExpr::Unary(_, e) | VExpr::Horizontal(_, e) => e.mentions(v),
             VExpr::Binary(_, a, b) => a.mentions(v) || b.mentions(v),
+            VExpr::Horizontals(_, vs) => vs.iter().any(|e| e.mentions(v)),
         }
     }
 

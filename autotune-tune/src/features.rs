@@ -949,6 +949,14 @@ impl Walker {
             VExpr::Splat(x, _) => self.vexpr(x, 1, out),
             // Halves combined: one operation per halving.
             VExpr::Horizontal(_, x) => (lanes.max(2) as f64).log2() + self.vexpr(x, lanes, out),
+            // Pairs of vectors combined, then the last one's blocks (at the
+            // scale of one halving per vector above).
+            VExpr::Horizontals(_, xs) => {
+                let n = xs.len() as f64;
+                let tree = 1.5 * (n - 1.0) + (lanes as f64 / n).max(1.0).log2();
+                xs.iter()
+                    .fold(tree, |ops, x| ops + self.vexpr(x, lanes, out))
+            }
             VExpr::Unary(_, x) => lanes as f64 + self.vexpr(x, lanes, out),
             VExpr::Binary(_, a, b) => {
                 lanes as f64 + self.vexpr(a, lanes, out) + self.vexpr(b, lanes, out)

@@ -920,6 +920,7 @@ fn only_border_tiles_test_bounds_in_the_inner_loops() {
             }
             VExpr::Splat(a, _) | VExpr::Unary(_, a) | VExpr::Horizontal(_, a) => guarded_loads(a),
             VExpr::Binary(_, a, b) => guarded_loads(a) + guarded_loads(b),
+            VExpr::Horizontals(_, vs) => vs.iter().map(guarded_loads).sum(),
             VExpr::Const(_) | VExpr::FromIndex(_) | VExpr::Local(_) | VExpr::Lane(..) => 0,
         }
     }
@@ -1087,6 +1088,75 @@ fn lanes_along_a_reduction_end_in_one_masked_step_where_masked_lanes_add_nothing
         t
     });
     assert_eq!(tallies.iter().map(|t| t.checked).sum::<usize>(), jobs.len());
+}
+
+/// With lanes along a reduction, a register tile's accumulators combine their
+/// lanes in groups of a power of two, one tree of shuffles a group
+/// (`VExpr::Horizontals`): tiles of 1 to 32 accumulators (3 = 2 + 1,
+/// 15 = 8 + 4 + 2 + 1, 32 = two or four whole vectors' worth), in one block of
+/// the reduction or several (partial sums stored between), sums (one masked
+/// step) and a max (single steps), in `f32` and `f64` (a vector of 512 bits
+/// combined whole, a narrower one halved first), at a vector's lanes and half
+/// of them, generic at sizes around the tiles, against the reference. A lane of the
+/// wrong accumulator, or of a half-combined block, fails the check.
+#[test]
+fn a_tiles_accumulators_along_a_reduction_combine_their_lanes_together() {
+    let root =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lane-sums-{}", common::target().isa));
+    let mut jobs = Vec::new();
+    for (b, (body, t)) in [
+        ("sum(|k| a[i][k] * b[j][k])", "f32"),
+        ("max(|k| a[i][k] * b[j][k])", "f32"),
+        ("sum(|k| a[i][k] * b[j][k])", "f64"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let w = common::workload(
+            "specialize(M = 16, N = 4, K = 64), specialize(M = 7, N = 3, K = 79), \
+             specialize(M = 13, N = 5, K = 17), specialize(M = 1, N = 1, K = 1), \
+             specialize(M = 33, N = 7, K = 130)",
+            &format!(
+                "pub fn dots(a: Tensor<{t}, (M, K)>, b: Tensor<{t}, (N, K)>) -> Tensor<{t}, (M, N)> {{
+                    compute(|i, j| {body})
+                }}"
+            ),
+        );
+        let anchor = w.op.specializations[0].values.clone();
+        let lanes = common::target().isa.max_lanes(w.op.dtype.size());
+        let mut configs = Vec::new();
+        for vector in [lanes.max(4), (lanes / 2).max(4)] {
+            for (ti, tj, split) in [(1, 1, 64), (1, 3, 64), (5, 3, 16), (4, 4, 64), (8, 4, 16)] {
+                let config = config_with(
+                    &w,
+                    &[
+                        ("output.vector", &format!("k{vector}")),
+                        ("output.tile.i", &ti.to_string()),
+                        ("output.tile.j", &tj.to_string()),
+                        ("output.split.k", &split.to_string()),
+                    ],
+                );
+                let c = generic_at_anchor(&w, config.clone());
+                assert_eq!(c.contains("at_hreds_"), ti * tj > 1, "{body}: {config}");
+                configs.push(config);
+            }
+        }
+        for spec in 1..w.op.specializations.len() {
+            let at = Workload {
+                op: w.op.clone(),
+                spec,
+            };
+            let dir = root.join(format!("{b}-{spec}"));
+            jobs.push((at, anchor.clone(), configs.clone(), dir));
+        }
+    }
+    let tallies = on_every_core(&jobs, |(w, anchor, configs, dir)| {
+        let t = check_generic(w, anchor, configs, dir, 2026);
+        report_workload(w, &t, configs.len());
+        t
+    });
+    let want: usize = jobs.iter().map(|j| j.2.len()).sum();
+    assert_eq!(tallies.iter().map(|t| t.checked).sum::<usize>(), want);
 }
 
 /// The generic kernel of `w` with one schedule, `config` at its first

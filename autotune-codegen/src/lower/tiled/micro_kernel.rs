@@ -42,6 +42,12 @@ fn rest_name(i: usize) -> String {
     format!("rest__{i}")
 }
 
+/// With lanes along the reduction, the vector whose lanes hold the combined
+/// lanes of group `g` of the tile's accumulators ([`MicroKernel::lane_groups`]).
+fn sums_name(g: usize) -> String {
+    format!("sums__{g}")
+}
+
 /// The local holding the value stored for element `i` of the tile.
 fn value_name(i: usize) -> String {
     format!("v__{i}")
@@ -627,7 +633,8 @@ impl<'a> MicroKernel<'a> {
     /// The store of the final values: the stage's body applied to each
     /// accumulator, then the fused consumer's.
     fn final_store(&self, rop: ReduceOp) -> Vec<Stmt> {
-        let mut out = self.sites.base_lets(&self.stage().body, None);
+        let mut out = self.lane_sums(rop);
+        out.extend(self.sites.base_lets(&self.stage().body, None));
         if let Some(c) = self.consumer {
             out.extend(self.sites.base_lets(c, Some(self.s)));
         }
@@ -647,14 +654,57 @@ impl<'a> MicroKernel<'a> {
         }
     }
 
+    /// With lanes along the reduction, the tile's accumulators in groups of
+    /// a power of two, at most a vector's lanes, largest first: each group's
+    /// lanes are combined at once ([`VExpr::Horizontals`]). One at a time, at
+    /// 424×3×79, combining took more of a tile's time than its steps did.
+    fn lane_groups(&self) -> Vec<Range<usize>> {
+        let (mut groups, mut start, n) = (Vec::new(), 0, self.elems.len());
+        while start < n {
+            let left = n - start;
+            let size = (1 << left.ilog2()).min(self.acc_lanes().max(1));
+            groups.push(start..start + size);
+            start += size;
+        }
+        groups
+    }
+
+    /// The combined lanes of each group of more than one accumulator.
+    fn lane_sums(&self, rop: ReduceOp) -> Vec<Stmt> {
+        if self.t().lane_reduction().is_none() {
+            return Vec::new();
+        }
+        let groups = self.lane_groups().into_iter().enumerate();
+        let many = groups.filter(|(_, r)| r.len() > 1);
+        many.map(|(g, r)| Stmt::Local {
+            name: sums_name(g),
+            lanes: self.acc_lanes(),
+            init: VExpr::Horizontals(
+                rop.combiner(),
+                r.map(|i| VExpr::Local(acc_name(i))).collect(),
+            ),
+        })
+        .collect()
+    }
+
     /// Accumulator `i` as a stored value: with lanes along the reduction,
-    /// its lanes combined.
+    /// its lanes combined (a lane of its group's [`MicroKernel::lane_sums`]).
     fn acc_value(&self, rop: ReduceOp, i: usize) -> VExpr {
         let acc = VExpr::Local(acc_name(i));
         if self.t().lane_reduction().is_none() {
             return acc;
         }
-        let lanes = VExpr::Horizontal(rop.combiner(), Box::new(acc));
+        let groups = self.lane_groups();
+        let (g, group) = (groups.iter().enumerate())
+            .find(|(_, r)| r.contains(&i))
+            .expect("every accumulator is in a group");
+        let lanes = match group.len() {
+            1 => VExpr::Horizontal(rop.combiner(), Box::new(acc)),
+            len => {
+                let lane = (i - group.start) * self.acc_lanes() / len;
+                VExpr::Lane(sums_name(g), IExpr::Const(lane as i64))
+            }
+        };
         match self.masked_rest {
             true => lanes,
             false => VExpr::Binary(
@@ -668,7 +718,9 @@ impl<'a> MicroKernel<'a> {
     /// Every accumulator stored as it is (a partial sum).
     fn store_accumulators(&self, rop: ReduceOp, full: bool) -> Vec<Stmt> {
         if self.t().lane_reduction().is_some() {
-            return self.compute_and_store(full, |i, _| self.acc_value(rop, i));
+            let mut out = self.lane_sums(rop);
+            out.extend(self.compute_and_store(full, |i, _| self.acc_value(rop, i)));
+            return out;
         }
         self.elems
             .iter()
