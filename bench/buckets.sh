@@ -37,6 +37,7 @@ SHAPES="$(for m in $MS; do printf '%sx1024x1024 ' "$m"; done)"
 
 PIN="taskset -c 1"
 exec > >(tee "$OUT") 2>&1
+openblas_env
 echo "# shape buckets $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), 1 thread"
 lscpu | grep -E 'Model name|L1d|L2|L3'
 echo "gcc: $(gcc --version | head -1)"
@@ -50,7 +51,7 @@ for m in $MS; do
   echo "autotune ${m}x1024x1024 $(generic gemm_rows "$m") $(generic gemm_rows2 "$m") $(generic gemm "$m")"
 done
 echo "# GEMM peers"
-env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $SHAPES
+$BLASENV OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $SHAPES
 $PIN "$RUSTGEMM" gemm 1 $SHAPES
 MATMUL_NUM_THREADS=1 $PIN "$RUSTGEMM" mm 1 $SHAPES
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -80,6 +80,7 @@ generic() { $PIN $AT bench $1 --op "$3" --shape "$4" --generic $2 --samples 5 --
 
 PIN="taskset -c 1"
 exec > >(tee "$OUT") 2>&1
+openblas_env
 echo "# generic kernels $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), 1 thread"
 lscpu | grep -E 'Model name|L1d|L2|L3'
 echo "gcc: $(gcc --version | head -1)"
@@ -103,7 +104,7 @@ if [ "${ONLY:-}" != conv ]; then
     echo "specialised $s $g $p"
   done
   echo "# GEMM peers"
-  env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $GEMMS
+  $BLASENV OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $GEMMS
   $PIN "$RUSTGEMM" gemm 1 $GEMMS
   MATMUL_NUM_THREADS=1 $PIN "$RUSTGEMM" mm 1 $GEMMS
 fi
@@ -126,6 +127,6 @@ for e in $CONV_SPECIALISED; do
 done
 echo "# conv peers"
 LAYERS=$(for s in $CONVS; do printf '%s,3,1,1 ' "$s"; done)
-OMP_NUM_THREADS=1 env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/conv_bench" im2col_openblas 1 $LAYERS
+OMP_NUM_THREADS=1 $BLASENV OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/conv_bench" im2col_openblas 1 $LAYERS
 OMP_NUM_THREADS=1 $PIN "$BUILD/dnnl_conv" direct $LAYERS
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

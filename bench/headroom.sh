@@ -24,11 +24,11 @@ autotune_cli
 
 SHAPES="1024x1024x1024 1000x1000x1000 127x255x511 1x4096x4096 16x4096x4096"
 LAYERS="64,56,64,3,1,1 256,14,256,3,1,1"
-NOBLASENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 OMPBIND="env OMP_PROC_BIND=true OMP_PLACES=cores"
 unset OMP_PROC_BIND OMP_PLACES
 
 exec > >(tee "$OUT") 2>&1
+openblas_env
 echo "# headroom run $(date -Is)"
 lscpu | grep -E 'Model name|^CPU\(s\)|L1d|L2|L3'
 echo "gcc: $(gcc --version | head -1); rustc: $(rustc --version)"
@@ -40,10 +40,10 @@ for nt in 1 2; do
   echo "## $nt thread(s)"
   $BUILD/peak $nt
   OMP_NUM_THREADS=$nt $OMPBIND $PIN $BUILD/stream
-  $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
-  $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
+  $BLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
+  $BLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
   OMP_NUM_THREADS=$nt $OMPBIND $PIN $BUILD/dnnl_conv direct $LAYERS
-  $NOBLASENV OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$nt OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/conv_bench im2col_openblas $nt $LAYERS
+  $BLASENV OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$nt OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/conv_bench im2col_openblas $nt $LAYERS
   grep -v '^#' "$ROOT/bench/configs/best.txt" | while read -r op spec threads config; do
     [ "$threads" = "$nt" ] || continue
     echo "autotune $op spec $spec:"

@@ -85,3 +85,27 @@ pub fn gemm(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N
 }
 RS
 }
+
+# Sets BLASENV, the environment OpenBLAS runs in (after build_peers): any
+# OPENBLAS_CORETYPE of the caller's unset, so that OpenBLAS picks its kernels for
+# this CPU, unless it does not know the CPU. Debian's 0.3.21 takes an Intel Xeon of
+# model 207 (GenuineIntel-6-207) for a Prescott, whose SSE3 kernels ran GEMM 1023x1024x1024
+# at 44.9 GFLOP/s where its SkylakeX kernels ran 218; on a CPU with AVX-512 it picks
+# SkylakeX then (AVX2: Haswell), and says so.
+openblas_env() {
+    BLASENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
+    local core
+    core=$($BLASENV OPENBLAS_VERBOSE=2 OPENBLAS_NUM_THREADS=1 "$BUILD/gemm_bench" openblas 1 8x8x8 2>&1 |
+        awk '/^Core: /{print $2; exit}')
+    local want=""
+    if grep -qw avx512f /proc/cpuinfo; then want=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then want=Haswell; fi
+    case "$core" in
+    Prescott | Core2 | Nehalem | Katmai | "")
+        if [ -n "$want" ]; then
+            BLASENV="env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=$want"
+            echo "# OpenBLAS does not know this CPU ($(cpu_id)): it picked ${core:-no core}; run with OPENBLAS_CORETYPE=$want"
+        fi
+        ;;
+    *) echo "# OpenBLAS picked its $core kernels" ;;
+    esac
+}

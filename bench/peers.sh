@@ -41,11 +41,11 @@ done
 SHAPES="256x256x256 512x512x512 1024x1024x1024 127x255x511 1x4096x4096 16x4096x4096"
 SPECS="6 5 0 2 3 4" # bench/ops.rs `gemm` specialisations, in the order of SHAPES
 LAYERS="$(python3 "$ROOT/bench/resnet18_layers.py")"
-NOBLASENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE"
 OMPBIND="env OMP_PROC_BIND=true OMP_PLACES=cores"
 unset OMP_PROC_BIND OMP_PLACES
 
 exec > >(tee "$OUT/run.log") 2>&1
+openblas_env
 echo "# peer suite $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD)"
 lscpu | grep -E 'Model name|^CPU\(s\)|L1d|L2|L3'
 echo "gcc: $(gcc --version | head -1); rustc: $(rustc --version)"
@@ -64,8 +64,8 @@ for nt in 1 2; do
         --threads "$nt" --samples 9 --dir "$BUILD/at-gemm-$1" | tail -1
       shift
     done
-    $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
-    $NOBLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
+    $BLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas $nt $SHAPES
+    $BLASENV OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/gemm_bench openblas_gemv $nt 1x4096x4096
     $PIN $RUSTGEMM gemm $nt $SHAPES
     MATMUL_NUM_THREADS=$nt $PIN $RUSTGEMM mm $nt $SHAPES
   done
@@ -73,7 +73,7 @@ for nt in 1 2; do
   echo "# ResNet-18 and its conv layers"
   $PIN "$RESNET" --layers --threads $nt
   $PIN "$VENV/bin/python" "$ROOT/bench/ort_bench.py" "$BUILD/model" $nt
-  $NOBLASENV OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$nt OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/conv_bench im2col_openblas $nt $LAYERS
+  $BLASENV OMP_WAIT_POLICY=passive OMP_NUM_THREADS=$nt OPENBLAS_NUM_THREADS=$nt $PIN $BUILD/conv_bench im2col_openblas $nt $LAYERS
   OMP_NUM_THREADS=$nt $OMPBIND $PIN $BUILD/dnnl_conv direct $LAYERS
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

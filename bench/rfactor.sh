@@ -27,6 +27,7 @@ FIXED="output.block.i=4 output.order=i output.pack.0=0 output.parallel=0 output.
 PIN="taskset -c 1"
 rate() { tail -1 | awk '{print $1}'; }
 exec > >(tee "$OUT") 2>&1
+openblas_env
 echo "# rfactor GEMV $(date -Is) at $(git -C "$ROOT" rev-parse --short HEAD), 1 thread, $TRIALS trials"
 lscpu | grep -E 'Model name'
 echo "gcc: $(gcc --version | head -1)"
@@ -60,6 +61,6 @@ for s in $SHAPES; do
 done
 echo "# peers (GEMM M x 1 x K)"
 PEER_SHAPES=$(for s in $SHAPES; do echo -n "${s%%:*}x1x${s#*:} "; done)
-env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $PEER_SHAPES
+$BLASENV OPENBLAS_NUM_THREADS=1 $PIN "$BUILD/gemm_bench" openblas 1 $PEER_SHAPES
 $PIN "$RUSTGEMM" gemm 1 $PEER_SHAPES
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
