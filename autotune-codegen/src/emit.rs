@@ -880,10 +880,10 @@ fn hsums_used(bodies: &str) -> std::collections::BTreeSet<(String, usize, usize)
 /// `i`'s, by a tree ([`hsums_tree`]). Vectors of 512 bits enter it whole;
 /// narrower ones are first halved to 128 bits each (an extract and a
 /// combine per halving), and the tree then runs in groups of a 128-bit
-/// vector's lanes. Measured on an Intel Xeon: the tree of whole 512-bit
-/// vectors ran a 4 × 4 tile of 16 lanes at 424×4×79 1.9× as fast as each
-/// vector halved on its own; of whole 256-bit vectors, the generic 4 × 1
-/// tile of 8 lanes at 100×1×100 0.76× as fast, halved first 1.08×.
+/// vector's lanes. On an Intel Xeon, the tree of whole 512-bit vectors ran a
+/// 4 × 4 tile of 16 lanes at 424×4×79 1.9× as fast as each vector halved on
+/// its own, while whole 256-bit vectors made the generic 4 × 1 tile of 8
+/// lanes slower at short reductions (100×1×100), and halved first did not.
 /// Written with the compiler's shuffles, so every ISA level's clone takes it.
 fn hsums_c(dtype: DType, op: &str, lanes: usize, n: usize) -> String {
     let combine = |v: &str, a: &str, b: &str| match op {

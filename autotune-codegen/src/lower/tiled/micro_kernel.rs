@@ -656,8 +656,8 @@ impl<'a> MicroKernel<'a> {
 
     /// With lanes along the reduction, the tile's accumulators in groups of
     /// a power of two, at most a vector's lanes, largest first: each group's
-    /// lanes are combined at once ([`VExpr::Horizontals`]). One at a time, at
-    /// 424×3×79, combining took more of a tile's time than its steps did.
+    /// lanes are combined at once ([`VExpr::Horizontals`]). One at a time, a
+    /// 4 × 4 tile of 16 lanes ran 424×4×79 at half the speed.
     fn lane_groups(&self) -> Vec<Range<usize>> {
         let (mut groups, mut start, n) = (Vec::new(), 0, self.elems.len());
         while start < n {
