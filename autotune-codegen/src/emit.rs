@@ -614,13 +614,19 @@ pub const STRIDE2_C: &str = concat!(
 /// The prefix of a transposed store of rows ([`store_rows_c`]).
 const ROWS_PREFIX: &str = "at_store_rows_v";
 
+/// The rest of the name (up to its `(`) of every call in `bodies` of a helper
+/// named `prefix…`: the shape a helper is defined for.
+fn helper_calls<'a>(bodies: &'a str, prefix: &'a str) -> impl Iterator<Item = &'a str> {
+    bodies
+        .split(prefix)
+        .skip(1)
+        .filter_map(|rest| rest.split_once('(').map(|(name, _)| name))
+}
+
 /// The (lanes, rows) of the transposed stores that `bodies` call.
 fn rows_used(bodies: &str) -> std::collections::BTreeSet<(usize, usize)> {
-    bodies
-        .split(ROWS_PREFIX)
-        .skip(1)
-        .filter_map(|rest| {
-            let (shape, _) = rest.split_once('(')?;
+    helper_calls(bodies, ROWS_PREFIX)
+        .filter_map(|shape| {
             let (lanes, rows) = shape.split_once('x')?;
             Some((lanes.parse().ok()?, rows.parse().ok()?))
         })
@@ -863,12 +869,9 @@ const HSUMS_PREFIX: &str = "at_hreds_";
 
 /// The (combiner, lanes, vectors) of every `at_hreds_…` the bodies call.
 fn hsums_used(bodies: &str) -> std::collections::BTreeSet<(String, usize, usize)> {
-    bodies
-        .split(HSUMS_PREFIX)
-        .skip(1)
-        .filter_map(|rest| {
-            let (op, rest) = rest.split_once("_v")?;
-            let (shape, _) = rest.split_once('(')?;
+    helper_calls(bodies, HSUMS_PREFIX)
+        .filter_map(|name| {
+            let (op, shape) = name.split_once("_v")?;
             let (lanes, n) = shape.split_once('x')?;
             Some((op.to_string(), lanes.parse().ok()?, n.parse().ok()?))
         })
@@ -877,28 +880,27 @@ fn hsums_used(bodies: &str) -> std::collections::BTreeSet<(String, usize, usize)
 
 /// `at_hreds_{op}_v{lanes}x{n}(a0, …)` ([`VExpr::Horizontals`]): the lanes of
 /// `n` vectors combined, lane `i * lanes / n` of the result holding vector
-/// `i`'s, by a tree ([`hsums_tree`]). Vectors of 512 bits enter it whole;
-/// narrower ones are first halved to 128 bits each (an extract and a
-/// combine per halving), and the tree then runs in groups of a 128-bit
-/// vector's lanes. On an Intel Xeon, the tree of whole 512-bit vectors ran a
-/// 4 × 4 tile of 16 lanes at 424×4×79 1.9× as fast as each vector halved on
-/// its own, while whole 256-bit vectors made the generic 4 × 1 tile of 8
-/// lanes slower at short reductions (100×1×100), and halved first did not.
+/// `i`'s, by a tree ([`hsums_tree`]). Vectors of 512 bits (or of 128) enter it
+/// whole; one of 256 is first halved to 128 bits on its own (`AT_HALVES` of
+/// [`HREDUCE_C`]), and the tree then runs in groups of a 128-bit vector's
+/// lanes. On an Intel Xeon, the tree of whole 512-bit vectors ran a 4 × 4
+/// tile of 16 lanes at 424×4×79 1.9× as fast as each vector halved on its
+/// own, while whole 256-bit vectors made the generic 4 × 1 tile of 8 lanes
+/// slower at short reductions (100×1×100), and halved first did not.
 /// Written with the compiler's shuffles, so every ISA level's clone takes it.
 fn hsums_c(dtype: DType, op: &str, lanes: usize, n: usize) -> String {
     let combine = |v: &str, a: &str, b: &str| match op {
         "add" => format!("{a} + {b}"),
         _ => format!("at_v{op}({v}, {a}, {b})"),
     };
+    let v = format!("at_v{lanes}");
     let args: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
     let mut lines = vec![format!(
         "#define {HSUMS_PREFIX}{op}_v{lanes}x{n}({}) ({{",
         args.join(", ")
     )];
-    // The lanes of a 128-bit vector, where the vectors are narrower than 512 bits.
-    let narrow = (16 / dtype.size()).min(lanes);
-    let result = if lanes * dtype.size() >= 64 || narrow == lanes {
-        let v = format!("at_v{lanes}");
+    let halved = lanes * dtype.size() == 32;
+    let result = if !halved {
         let inputs: Vec<String> = (0..n)
             .map(|i| {
                 lines.push(format!("  const {v} x{i}__ = (a{i});"));
@@ -907,23 +909,18 @@ fn hsums_c(dtype: DType, op: &str, lanes: usize, n: usize) -> String {
             .collect();
         hsums_tree(&mut lines, lanes, &inputs, "", &combine)
     } else {
-        let v = format!("at_v{lanes}");
+        let narrow = lanes / 2;
+        let h = format!("at_v{narrow}");
+        let f = match op {
+            "add" => "AT_VADD".to_string(),
+            _ => format!("at_v{op}"),
+        };
         let inputs: Vec<String> = (0..n)
             .map(|i| {
-                // Halved until 128 bits: its low and high halves combined.
-                lines.push(format!("  {v} x{i}_{lanes}__ = (a{i});"));
-                let mut w = lanes;
-                while w > narrow {
-                    let (from, to) = (format!("x{i}_{w}__"), format!("x{i}_{}__", w / 2));
-                    let half = format!("at_v{}", w / 2);
-                    lines.push(format!(
-                        "  {half} {to}, {to}hi; __builtin_memcpy(&{to}, &{from}, sizeof {to}); \
-                         __builtin_memcpy(&{to}hi, (const char *)&{from} + sizeof {to}, sizeof {to});"
-                    ));
-                    lines.push(format!("  {to} = {};", combine(&half, &to, &format!("{to}hi"))));
-                    w /= 2;
-                }
-                format!("x{i}_{narrow}__")
+                lines.push(format!(
+                    "  const {h} x{i}__ = AT_HALVES({v}, {h}, (a{i}), {f});"
+                ));
+                format!("x{i}__")
             })
             .collect();
         // Each group's tree, its results then placed in the lanes promised.
@@ -944,7 +941,8 @@ fn hsums_c(dtype: DType, op: &str, lanes: usize, n: usize) -> String {
     lines.push(format!("  {result}; }})"));
     let guard = format!("AT_HREDS_{}_V{lanes}X{n}", op.to_uppercase());
     format!(
-        "#ifndef {guard}\n#define {guard}\n{}{}\n#endif\n",
+        "{}#ifndef {guard}\n#define {guard}\n{}{}\n#endif\n",
+        if halved { HREDUCE_C } else { "" },
         shuffle2_c!(),
         lines.join(" \\\n")
     )
