@@ -87,3 +87,47 @@ fn committed_caches_hit_and_generate_the_same_c() {
     }
     insta::assert_snapshot!(out);
 }
+
+/// `.ci/run` builds the examples with `AUTOTUNE=locked` on whichever CPU it
+/// gets, with AVX-512 or with AVX2 only: every workload they build needs a
+/// current entry at both levels (a build replays another CPU's entry of its
+/// level, never a stale one, and never one of another level).
+#[test]
+fn the_examples_cache_has_a_current_entry_for_every_workload_at_avx512_and_avx2() {
+    let root = common::root();
+    let (dir, sources) = common::CACHES
+        .iter()
+        .find(|(dir, _)| *dir == "tuning-cache")
+        .unwrap();
+    let files: Vec<_> = sources.iter().map(std::path::PathBuf::from).collect();
+    let mut missing = Vec::new();
+    for s in autotune_build::load_operators(&root, &files).unwrap() {
+        let entries = cache::load_for(&root.join(dir), &s.op).unwrap();
+        for (spec, served) in s.op.served_blocked().into_iter().enumerate() {
+            // Served by its blocked variant, which has entries of its own.
+            if served {
+                continue;
+            }
+            let id = autotune_codegen::Workload {
+                op: s.op.clone(),
+                spec,
+            }
+            .id();
+            for isa in [Isa::Avx512, Isa::Avx2] {
+                let current = entries.iter().any(|e| {
+                    e.workload_id == id
+                        && e.target.isa == isa
+                        && e.generator == cache::GENERATOR_VERSION
+                });
+                if !current {
+                    missing.push(format!("{id} at {isa}"));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{dir} has no current entry for {missing:?}: tune them on a CPU of that level \
+         (`cargo autotune tune --save`)"
+    );
+}
