@@ -55,7 +55,9 @@ fn every_committed_kernel_is_correct_at_every_isa_level() {
 /// Checks a workload's configs at each level (with one harness); returns how
 /// many kernels it checked.
 fn check_workload((cache, w, levels): &Checks, dir: &std::path::Path) -> usize {
-    let harness = Harness::new(w, Isa::Baseline, dir, 1)
+    // The objects kept across runs: every run checks the same kernels.
+    let store = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("objects");
+    let harness = Harness::sharing_objects(w, Isa::Baseline, dir, 1, &store)
         .unwrap_or_else(|err| panic!("{cache}: {}: {err}", w.key()));
     let mut checked = 0;
     for (isa, configs) in levels {

@@ -41,7 +41,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub use error::{ErrorClass, MeasureError};
-use process::{c_compiler, compile_objects, run_compiler, run_limited, COMPILE_TIMEOUT};
+use process::{
+    c_compiler, compile_objects, run_compiler, run_limited, ObjectStore, COMPILE_TIMEOUT,
+};
 pub use process::{compiler_version, HOST_TRIPLE};
 
 /// How to time a candidate.
@@ -170,6 +172,8 @@ pub struct Harness {
     /// large and not compiled. None by default (checking shipped kernels);
     /// tuning sets [`MAX_SOURCE_BYTES`].
     pub max_source_bytes: usize,
+    /// Objects kept across runs, if any ([`Harness::sharing_objects`]).
+    store: Option<ObjectStore>,
 }
 
 /// Tuning's limit on a candidate's C. gcc's time grows faster than the
@@ -187,8 +191,34 @@ impl Harness {
     /// the default schedule: plain loops, a different lowering path from the
     /// candidates') and runs it once.
     pub fn new(w: &Workload, isa: Isa, dir: &Path, seed: u64) -> Result<Harness, MeasureError> {
+        Harness::create(w, isa, dir, seed, None)
+    }
+
+    /// As [`Harness::new`], its objects (the shared ones and the candidates')
+    /// also kept in `store` across runs, and taken from there where the same
+    /// C was compiled before with the same compiler and flags (the store
+    /// names an object by both): for tests that check the same kernels
+    /// every run.
+    pub fn sharing_objects(
+        w: &Workload,
+        isa: Isa,
+        dir: &Path,
+        seed: u64,
+        store: &Path,
+    ) -> Result<Harness, MeasureError> {
+        Harness::create(w, isa, dir, seed, Some(store))
+    }
+
+    fn create(
+        w: &Workload,
+        isa: Isa,
+        dir: &Path,
+        seed: u64,
+        store: Option<&Path>,
+    ) -> Result<Harness, MeasureError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let compiler = c_compiler(&[])?;
+        let store = store.map(|s| ObjectStore::new(s, &compiler)).transpose()?;
         let kept = empty_dir(dir.join("objects"))?;
         let mut reference = header(w);
         reference.push_str(&kernel_c(
@@ -212,7 +242,7 @@ impl Harness {
             std::fs::write(&path, text).map_err(io(&path))?;
             files.push(path);
         }
-        let objects = compile_objects(&compiler, &files, COMPILE_TIMEOUT)
+        let objects = compile_objects(&compiler, &files, COMPILE_TIMEOUT, store.as_ref())
             .into_iter()
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| MeasureError::Harness(format!("the measurement program: {e}")))?;
@@ -227,6 +257,7 @@ impl Harness {
             reference: Vec::new(),
             compile_timeout: COMPILE_TIMEOUT,
             max_source_bytes: usize::MAX,
+            store,
         };
         // The reference output, from a program with no candidates.
         let exe = harness.link(dir, "reference", &[], &[None])?;
@@ -276,6 +307,7 @@ impl Harness {
             reference: self.reference.clone(),
             compile_timeout: self.compile_timeout,
             max_source_bytes: self.max_source_bytes,
+            store: None,
         })
     }
 
@@ -365,6 +397,7 @@ impl Harness {
             &self.compiler,
             &paths,
             self.compile_timeout,
+            self.store.as_ref(),
         )) {
             let r = r.and_then(|o| std::fs::rename(&o, object(name)).map_err(io(&o)));
             if let Err(e) = r {
@@ -424,7 +457,7 @@ impl Harness {
     ) -> Result<PathBuf, MeasureError> {
         let path = dir.join(format!("{exe}-table.c"));
         std::fs::write(&path, driver::table(&self.workload, names)).map_err(io(&path))?;
-        let table = compile_objects(&self.compiler, &[path], COMPILE_TIMEOUT)
+        let table = compile_objects(&self.compiler, &[path], COMPILE_TIMEOUT, None)
             .remove(0)
             .map_err(|e| MeasureError::Harness(format!("the kernel table: {e}")))?;
         let exe = dir.join(exe);

@@ -1,8 +1,10 @@
 //! Child processes of a measurement: the C compiler (with the flags that ship)
 //! and the measurement program, each with a time limit.
 
-use std::path::PathBuf;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use autotune_codegen::runtime::{C_FLAGS, OPT_LEVEL};
@@ -22,14 +24,64 @@ pub(super) const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
 pub fn compiler_version() -> String {
     c_compiler(&[])
         .ok()
-        .and_then(|c| c.to_command().arg("--version").output().ok())
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .map(str::to_string)
-        })
+        .and_then(|c| version_of(&c))
         .unwrap_or_else(|| "unknown".to_string())
+}
+
+fn version_of(compiler: &cc::Tool) -> Option<String> {
+    let out = compiler.to_command().arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().next().map(str::to_string)
+}
+
+/// Objects kept across runs, for tests that check the same kernels every run
+/// (a CI machine's runs share a target directory): each is named by the hash
+/// of its C and of the compiler's identity (its path, flags and version line),
+/// so only the same source under the same compiler and flags finds it. What
+/// is checked is then still the object the shipping flags make of that C.
+/// (The build helper keeps its objects alike, `autotune-build/src/objects.rs`;
+/// neither can call the other's: the build replays without this crate, and the
+/// code generator below both does no I/O.)
+pub(super) struct ObjectStore {
+    dir: PathBuf,
+    compiler: u64,
+}
+
+impl ObjectStore {
+    pub(super) fn new(dir: &Path, compiler: &cc::Tool) -> Result<ObjectStore, MeasureError> {
+        std::fs::create_dir_all(dir).map_err(|source| MeasureError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut h = DefaultHasher::new();
+        compiler.path().hash(&mut h);
+        compiler.args().hash(&mut h);
+        C_FLAGS.hash(&mut h);
+        version_of(compiler).hash(&mut h);
+        Ok(ObjectStore {
+            dir: dir.to_path_buf(),
+            compiler: h.finish(),
+        })
+    }
+
+    /// Where the object of `source` is kept.
+    fn object(&self, source: &[u8]) -> PathBuf {
+        let mut h = DefaultHasher::new();
+        self.compiler.hash(&mut h);
+        source.hash(&mut h);
+        self.dir.join(format!("{:016x}.o", h.finish()))
+    }
+
+    /// Keeps `object` as `kept`: copied beside it, then renamed, so a reader
+    /// never finds half an object. A failure only costs a later compile.
+    fn keep(object: &Path, kept: &Path) {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let part = kept.with_extension(format!("{}-{n}.part", std::process::id()));
+        if std::fs::copy(object, &part).is_ok() && std::fs::rename(&part, kept).is_err() {
+            let _ = std::fs::remove_file(&part);
+        }
+    }
 }
 
 /// The host's C compiler at the shipping optimisation level, with `extra`
@@ -52,11 +104,14 @@ pub(super) fn c_compiler(extra: &[&str]) -> Result<cc::Tool, MeasureError> {
 /// `limit`, on every core ([`on_every_core`]), so a slow file does not hold up
 /// the rest. The largest files start first: gcc's time grows with the source,
 /// and a large file taken last would leave the other cores idle while it
-/// compiles alone. The results are in the order of `files`.
+/// compiles alone. With a `store`, a file whose object it keeps is not
+/// compiled, and each object compiled is kept there. The results are in the
+/// order of `files`.
 pub(super) fn compile_objects(
     compiler: &cc::Tool,
     files: &[PathBuf],
     limit: Duration,
+    store: Option<&ObjectStore>,
 ) -> Vec<Result<PathBuf, MeasureError>> {
     let mut order: Vec<(u64, usize)> = files
         .iter()
@@ -67,9 +122,17 @@ pub(super) fn compile_objects(
     let compiled = on_every_core(&order, |&(_, i)| {
         let f = &files[i];
         let o = f.with_extension("o");
+        let kept = store.and_then(|s| std::fs::read(f).ok().map(|text| s.object(&text)));
+        if kept.as_ref().is_some_and(|k| std::fs::copy(k, &o).is_ok()) {
+            return Ok(o);
+        }
         let mut cmd = compiler.to_command();
         cmd.args(C_FLAGS).arg("-c").arg(f).arg("-o").arg(&o);
-        run_compiler(cmd, limit).map(|_| o)
+        run_compiler(cmd, limit)?;
+        if let Some(k) = kept {
+            ObjectStore::keep(&o, &k);
+        }
+        Ok(o)
     });
     let mut out: Vec<Option<Result<PathBuf, MeasureError>>> = files.iter().map(|_| None).collect();
     for ((_, i), r) in order.into_iter().zip(compiled) {
@@ -193,7 +256,7 @@ fn kill_group(pgid: u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{c_compiler, compile_objects, COMPILE_TIMEOUT};
+    use super::{c_compiler, compile_objects, ObjectStore, COMPILE_TIMEOUT};
     use crate::measure::MeasureError;
 
     /// Files compile largest first, and each result is still its own file's:
@@ -217,7 +280,7 @@ mod tests {
             path
         })
         .collect();
-        let out = compile_objects(&c_compiler(&[]).unwrap(), &files, COMPILE_TIMEOUT);
+        let out = compile_objects(&c_compiler(&[]).unwrap(), &files, COMPILE_TIMEOUT, None);
         assert_eq!(out[0].as_ref().unwrap(), &dir.join("small.o"));
         assert_eq!(out[1].as_ref().unwrap(), &dir.join("big.o"));
         assert!(
@@ -225,6 +288,39 @@ mod tests {
             "{:?}",
             out[2]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A store hands back the object of the same C under the same compiler
+    /// and flags, and only that: the stored object is replaced by a marker,
+    /// which the same file then gets back; other C, or other flags, compile.
+    #[test]
+    fn a_store_gives_back_an_object_only_for_the_same_source_and_compiler() {
+        let dir = std::env::temp_dir().join(format!("autotune-store-{}", std::process::id()));
+        let store_dir = dir.join("store");
+        std::fs::create_dir_all(&dir).unwrap();
+        let compiler = c_compiler(&[]).unwrap();
+        let store = ObjectStore::new(&store_dir, &compiler).unwrap();
+        let file = dir.join("f.c");
+        std::fs::write(&file, "int f(int x) { return x + 1; }\n").unwrap();
+        let compile = |c: &cc::Tool, s: &ObjectStore| {
+            let o =
+                compile_objects(c, std::slice::from_ref(&file), COMPILE_TIMEOUT, Some(s)).remove(0);
+            std::fs::read(o.unwrap()).unwrap()
+        };
+        let first = compile(&compiler, &store);
+        let kept: Vec<_> = std::fs::read_dir(&store_dir).unwrap().flatten().collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(std::fs::read(kept[0].path()).unwrap(), first);
+        std::fs::write(kept[0].path(), b"marker").unwrap();
+        assert_eq!(compile(&compiler, &store), b"marker");
+        let other = c_compiler(&["-fno-inline"]).unwrap();
+        assert_ne!(
+            compile(&other, &ObjectStore::new(&store_dir, &other).unwrap()),
+            b"marker"
+        );
+        std::fs::write(&file, "int f(int x) { return x + 2; }\n").unwrap();
+        assert_ne!(compile(&compiler, &store), b"marker");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
