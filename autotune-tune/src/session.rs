@@ -523,10 +523,26 @@ fn harness_of<'h>(
 /// The measurement harness of a run in `dir`, for `opts`'s target and seed,
 /// with its limits on a candidate's compile time and source size.
 pub fn prepare(w: &Workload, opts: &TuneOptions, dir: &Path) -> Result<Harness, MeasureError> {
-    let mut h = Harness::new(w, opts.target.isa, dir, opts.seed)?;
+    Harness::new(w, opts.target.isa, dir, opts.seed).map(|h| with_limits(h, opts))
+}
+
+/// As [`prepare`], its objects also kept across runs in `store`
+/// ([`Harness::sharing_objects`]): for tests that check the same configs
+/// every run.
+pub fn prepare_sharing(
+    w: &Workload,
+    opts: &TuneOptions,
+    dir: &Path,
+    store: &Path,
+) -> Result<Harness, MeasureError> {
+    Harness::sharing_objects(w, opts.target.isa, dir, opts.seed, store)
+        .map(|h| with_limits(h, opts))
+}
+
+fn with_limits(mut h: Harness, opts: &TuneOptions) -> Harness {
     h.compile_timeout = opts.compile_timeout;
     h.max_source_bytes = opts.max_source_bytes;
-    Ok(h)
+    h
 }
 
 /// Runs `on_trial`-free tuning of a hand-written candidate list, for fault

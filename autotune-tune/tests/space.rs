@@ -270,15 +270,16 @@ fn most_iterations(op: &Operator) -> i64 {
 /// never proposes) is skipped and counted at those limits, as tuning records
 /// and skips it.
 fn tuning_harness(w: &Workload, dir: &Path, seed: u64) -> measure::Harness {
-    // Tuning's limits; the objects kept across runs, as most of these tests
-    // check the same configs every run.
-    let limits = autotune_tune::TuneOptions::default();
+    let opts = autotune_tune::TuneOptions {
+        seed,
+        target: common::target(),
+        ..Default::default()
+    };
+    // The objects kept across runs: most of these tests check the same
+    // configs every run.
     let store = Path::new(env!("CARGO_TARGET_TMPDIR")).join("objects");
-    let mut h = measure::Harness::sharing_objects(w, common::target().isa, dir, seed, &store)
-        .unwrap_or_else(|e| panic!("{}: {e}", w.key()));
-    h.compile_timeout = limits.compile_timeout;
-    h.max_source_bytes = limits.max_source_bytes;
-    h
+    autotune_tune::session::prepare_sharing(w, &opts, dir, &store)
+        .unwrap_or_else(|e| panic!("{}: {e}", w.key()))
 }
 
 /// What checking a batch of configs found: how many were checked, how many
