@@ -58,6 +58,7 @@ impl ObjectStore {
         compiler.args().hash(&mut h);
         C_FLAGS.hash(&mut h);
         version_of(compiler).hash(&mut h);
+        prune(dir, STORE_BUDGET);
         Ok(ObjectStore {
             dir: dir.to_path_buf(),
             compiler: h.finish(),
@@ -72,6 +73,15 @@ impl ObjectStore {
         self.dir.join(format!("{:016x}.o", h.finish()))
     }
 
+    /// Marks a kept object as just used, so that [`prune`] takes it last.
+    fn used(kept: &Path) {
+        let now = std::time::SystemTime::now();
+        let _ = std::fs::File::options()
+            .write(true)
+            .open(kept)
+            .and_then(|f| f.set_modified(now));
+    }
+
     /// Keeps `object` as `kept`: copied beside it, then renamed, so a reader
     /// never finds half an object. A failure only costs a later compile.
     fn keep(object: &Path, kept: &Path) {
@@ -80,6 +90,42 @@ impl ObjectStore {
         let part = kept.with_extension(format!("{}-{n}.part", std::process::id()));
         if std::fs::copy(object, &part).is_ok() && std::fs::rename(&part, kept).is_err() {
             let _ = std::fs::remove_file(&part);
+        }
+    }
+}
+
+/// The most a store keeps. The tests that share one check about 50 MB of
+/// objects every run, and the random configs of the space tests add about
+/// 25 MB a run that no later run asks for again.
+const STORE_BUDGET: u64 = 256 << 20;
+
+/// Where a store's files take more than `budget` bytes, removes the least
+/// recently used (by modification time, which a hit renews) until they take
+/// three quarters of it, so a CI machine's store stays bounded. Another
+/// process may be reading one of them: its copy then fails, and it compiles,
+/// as on any miss.
+fn prune(dir: &Path, budget: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    if total <= budget {
+        return;
+    }
+    files.sort();
+    for (_, len, path) in files {
+        if total <= budget / 4 * 3 {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            total -= len;
         }
     }
 }
@@ -123,7 +169,8 @@ pub(super) fn compile_objects(
         let f = &files[i];
         let o = f.with_extension("o");
         let kept = store.and_then(|s| std::fs::read(f).ok().map(|text| s.object(&text)));
-        if kept.as_ref().is_some_and(|k| std::fs::copy(k, &o).is_ok()) {
+        if let Some(k) = kept.as_ref().filter(|k| std::fs::copy(k, &o).is_ok()) {
+            ObjectStore::used(k);
             return Ok(o);
         }
         let mut cmd = compiler.to_command();
@@ -256,7 +303,7 @@ fn kill_group(pgid: u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{c_compiler, compile_objects, ObjectStore, COMPILE_TIMEOUT};
+    use super::{c_compiler, compile_objects, prune, ObjectStore, COMPILE_TIMEOUT};
     use crate::measure::MeasureError;
 
     /// Files compile largest first, and each result is still its own file's:
@@ -321,6 +368,36 @@ mod tests {
         );
         std::fs::write(&file, "int f(int x) { return x + 2; }\n").unwrap();
         assert_ne!(compile(&compiler, &store), b"marker");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Over its budget, a store loses its least recently used objects first,
+    /// down to three quarters of the budget; an object used since it was kept
+    /// counts as recent.
+    #[test]
+    fn a_store_over_its_budget_drops_the_least_recently_used_objects() {
+        let dir = std::env::temp_dir().join(format!("autotune-prune-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let start = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        // Kept a minute apart, oldest first: a, b, c, d; then a is used.
+        for (i, name) in ["a", "b", "c", "d"].iter().enumerate() {
+            let path = dir.join(format!("{name}.o"));
+            std::fs::write(&path, [0u8; 100]).unwrap();
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(start + std::time::Duration::from_secs(60 * i as u64))
+                .unwrap();
+        }
+        ObjectStore::used(&dir.join("a.o"));
+        prune(&dir, 400);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 4, "within budget");
+        prune(&dir, 300);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["a.o", "d.o"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
