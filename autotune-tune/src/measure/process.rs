@@ -94,9 +94,9 @@ impl ObjectStore {
     }
 }
 
-/// The most a store keeps. The tests that share one check about 50 MB of
-/// objects every run, and the random configs of the space tests add about
-/// 25 MB a run that no later run asks for again.
+/// The most a store keeps. A CI run of the tests that share one reads or adds
+/// about 36 MB of objects: about 20 MB of them new, mostly the space tests'
+/// random configs, which no later run asks for again.
 const STORE_BUDGET: u64 = 256 << 20;
 
 /// Where a store's files take more than `budget` bytes, removes the least
