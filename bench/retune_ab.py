@@ -7,8 +7,11 @@ few trials under an older generator).
 For each entry of this CPU (vendor-family-model) at its best ISA level: TRIALS (48)
 trials of xgb-rank with transfer started from the entry (`--start`, saved where the
 tuner's re-timing beats it), then, where the config changed, ROUNDS (3) alternating
-rounds of `cargo autotune bench --config` of the entry's config and the new one; the
-entry is put back unless the new median is at least 2% faster. Everything goes to LOG.
+rounds of `cargo autotune bench --config` of the entry's config and the new one, and as
+many again where the rounds disagree; the entry is put back unless the new config won
+most rounds and its median is at least 2% faster (on a noisy host three rounds of 0.1 ms
+calls on two threads put a config 1.127x ahead that then lost three of four rounds).
+Everything goes to LOG, with the FMA peak (`bench/peak.c`) before and after.
 CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache; THREADS
 ("1 2") the entries' thread counts; SPECS (every one) the specialisations' indexes;
 STARTS a directory whose `OP-SPEC.txt` (as `sweep --configs` reads it) adds configs the
@@ -53,10 +56,20 @@ def config(block):
     return " ".join(k + "=" + v.strip('"') for k, v in pairs)
 
 
+def peak(say):
+    probe = "/tmp/retune-ab-peak"
+    subprocess.run(["gcc", "-O2", "-pthread", os.path.join(os.path.dirname(__file__), "peak.c"), "-o", probe], check=True)
+    for t in THREADS:
+        out = subprocess.run([probe, t], capture_output=True, text=True).stdout
+        say("  " + next(line for line in out.splitlines() if "fma" in line))
+
+
 def main():
     log = open(sys.argv[1], "a")
     say = lambda line: print(line, file=log, flush=True)
     cpu_id, isa = cpu()
+    say("# FMA peak before:")
+    peak(say)
     src = open(FILE).read()
     for op in sys.argv[2:]:
         path = f"{CACHE}/{op}.toml"
@@ -97,22 +110,33 @@ def main():
             put_back = new == old
             if new != old:
                 res = {"old": [], "new": []}
-                for r in range(ROUNDS):
-                    for v, c in (("old", old), ("new", new)):
-                        pin = ["taskset", "-c", "1"] if threads == "1" else []
-                        o = subprocess.run(pin + [AT, "autotune", "bench", "--file", FILE, "--op", op, "--spec", str(spec),
-                                                  "--threads", threads, "--config", c, "--dir", f"/tmp/retune-ab-{v}"],
-                                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
-                        res[v].append(float(o.split()[0]))
-                        say(f"  round {r + 1} {v} {o}")
+
+                def rounds(n):
+                    for _ in range(n):
+                        for v, c in (("old", old), ("new", new)):
+                            pin = ["taskset", "-c", "1"] if threads == "1" else []
+                            o = subprocess.run(pin + [AT, "autotune", "bench", "--file", FILE, "--op", op, "--spec", str(spec),
+                                                      "--threads", threads, "--config", c, "--dir", f"/tmp/retune-ab-{v}"],
+                                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
+                            res[v].append(float(o.split()[0]))
+                            say(f"  round {len(res[v])} {v} {o}")
+
+                wins = lambda: sum(n > o for o, n in zip(res["old"], res["new"]))
+                rounds(ROUNDS)
+                if 0 < wins() < ROUNDS:
+                    say("  the rounds disagree: as many again")
+                    rounds(ROUNDS)
                 o, n = statistics.median(res["old"]), statistics.median(res["new"])
-                put_back = n < GAIN * o
-                say(f"  {'entry put back' if put_back else 'new config kept'}: {o:.1f} -> {n:.1f} ({n / o:.3f}x)")
+                put_back = n < GAIN * o or 2 * wins() <= len(res["new"])
+                say(f"  {'entry put back' if put_back else 'new config kept'}: {o:.1f} -> {n:.1f} ({n / o:.3f}x), "
+                    f"the new config ahead in {wins()} of {len(res['new'])} rounds")
             else:
                 say("  kept the entry")
             if put_back:  # the entry as it was, figures and all
                 blocks[i] = entry
                 open(path, "w").write(head + "[[entry]]".join([""] + blocks))
+    say("# FMA peak after:")
+    peak(say)
 
 
 if __name__ == "__main__":
