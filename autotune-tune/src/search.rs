@@ -146,10 +146,14 @@ pub struct ModelTuner {
     looked: bool,
     /// The best throughput after each batch (0 before any config ran).
     bests: Vec<f64>,
-    /// The corpus workload of each config carried to the first batch (few-shot).
-    carried: Vec<String>,
+    /// Each config carried to the first batch from the model's corpus
+    /// (few-shot), with the corpus workload it comes from.
+    carried: Vec<(u128, String)>,
     /// The register-tile starts the first batch measures.
     starts: Vec<u128>,
+    /// Every config proposed so far: what the notes say was measured (a run
+    /// whose budget ends first measures fewer than the tuner meant to).
+    proposed: HashSet<u128>,
     /// What the nearest past workload of the operator reached (few-shot): the
     /// search does not stop while its best is under [`FEW_SHOT_PRIOR`] of it.
     prior: Option<Reached>,
@@ -210,6 +214,7 @@ impl ModelTuner {
             looked: false,
             bests: Vec::new(),
             carried: Vec::new(),
+            proposed: HashSet::new(),
             starts: Vec::new(),
             prior: None,
             sizes: None,
@@ -691,12 +696,10 @@ pub fn transfer_model(
     Ok(Some(model))
 }
 
-impl Tuner for ModelTuner {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn propose(&mut self, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128> {
+impl ModelTuner {
+    /// The next batch ([`Tuner::propose`]): the seeds not measured yet, then
+    /// the search's picks.
+    fn next_batch(&mut self, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128> {
         let mut out: Vec<u128> = self
             .seeds
             .iter()
@@ -760,6 +763,18 @@ impl Tuner for ModelTuner {
         out.extend(random_fresh(&mut self.rng, space, short, &seen));
         out
     }
+}
+
+impl Tuner for ModelTuner {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn propose(&mut self, space: &Space, n: usize, measured: &HashSet<u128>) -> Vec<u128> {
+        let out = self.next_batch(space, n, measured);
+        self.proposed.extend(out.iter().copied());
+        out
+    }
 
     fn stats(&self) -> Vec<(&'static str, f64)> {
         let o = &self.overhead;
@@ -793,18 +808,27 @@ impl Tuner for ModelTuner {
                 )
             })
             .collect();
-        if !self.starts.is_empty() {
+        let starts = self
+            .starts
+            .iter()
+            .filter(|i| self.proposed.contains(i))
+            .count();
+        if starts > 0 {
             notes.push(format!(
-                "the first batch measured {} register-tile start(s) (configs shaped as a hand-written micro-kernel)",
-                self.starts.len()
+                "the first batch measured {starts} register-tile start(s) (configs shaped as a hand-written micro-kernel)"
             ));
         }
-        if !self.carried.is_empty() {
-            let mut from = self.carried.clone();
+        let mut from: Vec<String> = self
+            .carried
+            .iter()
+            .filter(|(i, _)| self.proposed.contains(i))
+            .map(|(_, w)| w.clone())
+            .collect();
+        if !from.is_empty() {
+            let n = from.len();
             from.dedup();
             notes.push(format!(
-                "few-shot: the first batch measured {} config(s) carried from the model's corpus ({})",
-                self.carried.len(),
+                "few-shot: the first batch measured {n} config(s) carried from the model's corpus ({})",
                 from.join(", ")
             ));
         }
@@ -1158,7 +1182,8 @@ pub fn few_shot(
         let before = t.seeds.len();
         t = t.with_seeds(&space, std::slice::from_ref(c));
         if t.seeds.len() > before {
-            t.carried.push(from.clone());
+            let at = *t.seeds.last().expect("a seed was added");
+            t.carried.push((at, from.clone()));
         }
     }
     Ok(t)

@@ -63,9 +63,10 @@ pub struct TuneOptions {
     /// single measurement wins.
     pub confirm: usize,
     /// The workload's own cached configs (other CPUs' or thread counts', or
-    /// the one being re-tuned): a session measures them first, and the run
-    /// re-times each one it measured beside its best, so that one measurement
-    /// in a noisy moment cannot drop what the cache holds.
+    /// the one being re-tuned), and any a user starts the run from: a session
+    /// measures them first, those its budget did not reach after it, and the
+    /// run re-times them beside its best, so that neither a short budget nor
+    /// one measurement in a noisy moment can drop what the cache holds.
     pub incumbents: Vec<Config>,
     /// Where batch programs are built.
     pub dir: PathBuf,
@@ -269,6 +270,14 @@ pub fn tune(
     let mut harness = None;
     let mut since_best = 0usize;
     let mut batch_no = 0;
+    let default_index = space
+        .index_of(&default)
+        .expect("the default is in the space");
+    // The incumbents the budget did not reach are measured after it, in one
+    // last batch: a run too short to measure what the cache holds (one trial,
+    // which the default took) would otherwise replace it with a worse config.
+    let mut incumbents_done = false;
+    let mut tuner_done = false;
     loop {
         let budget = if opts.count_resumed {
             opts.trials
@@ -278,27 +287,46 @@ pub fn tune(
         let left = budget.saturating_sub(summary.trials);
         let out_of_time = opts.time.is_some_and(|t| start.elapsed() >= t);
         let stalled = opts.early_stop.is_some_and(|n| since_best >= n);
-        if left == 0 || out_of_time || stalled {
-            break;
-        }
+        let spent = left == 0 || out_of_time || stalled || tuner_done;
         let t0 = Instant::now();
-        let default_index = space
-            .index_of(&default)
-            .expect("the default is in the space");
-        let default_due = !measured.contains(&default_index);
-        let mut seen = measured.clone();
-        seen.insert(default_index);
-        let want = opts.batch.max(1).min(left) - usize::from(default_due);
-        let mut proposal = tuner.propose(&space, want, &seen);
-        // The default is timed last in its batch: where it is far behind the
-        // batch's best, as it mostly is, two samples tell (`GIVE_UP_BEHIND`);
-        // timed first, with no best to compare, its slow calls ran in full.
-        if default_due {
-            proposal.push(default_index);
-        }
+        let proposal = if spent {
+            if incumbents_done {
+                break;
+            }
+            incumbents_done = true;
+            let mut missing: Vec<u128> = Vec::new();
+            for i in opts
+                .incumbents
+                .iter()
+                .filter_map(|c| space.index_of(c).ok())
+            {
+                if !measured.contains(&i) && !missing.contains(&i) {
+                    missing.push(i);
+                }
+            }
+            missing
+        } else {
+            let default_due = !measured.contains(&default_index);
+            let mut seen = measured.clone();
+            seen.insert(default_index);
+            let want = opts.batch.max(1).min(left) - usize::from(default_due);
+            let mut proposal = tuner.propose(&space, want, &seen);
+            // The default is timed last in its batch: where it is far behind the
+            // batch's best, as it mostly is, two samples tell (`GIVE_UP_BEHIND`);
+            // timed first, with no best to compare, its slow calls ran in full.
+            if default_due {
+                proposal.push(default_index);
+            }
+            proposal
+        };
         summary.tuner += t0.elapsed();
         if proposal.is_empty() {
-            break; // the space is spent, or the tuner is done (its notes say why)
+            if spent {
+                break;
+            }
+            // The space is spent, or the tuner is done (its notes say why).
+            tuner_done = true;
+            continue;
         }
         let configs: Vec<Config> = proposal.iter().map(|i| space.config_at(*i)).collect();
         let t1 = Instant::now();
@@ -310,8 +338,8 @@ pub fn tune(
         let mut results = Vec::new();
         for (k, (i, config)) in proposal.iter().zip(configs).enumerate() {
             // Out of time, the batch skips to its end: the default, if it
-            // closes the batch, is still measured.
-            if *i != default_index && opts.time.is_some_and(|t| start.elapsed() >= t) {
+            // closes the batch, is still measured, and so are the incumbents.
+            if *i != default_index && !spent && opts.time.is_some_and(|t| start.elapsed() >= t) {
                 continue;
             }
             // Configs far behind the best so far are timed with fewer samples.

@@ -280,6 +280,39 @@ fn contenders_re_timed_far_below_the_others_are_timed_again_beside_them() {
     );
 }
 
+/// A run whose budget ends before it reaches an incumbent (a cached config of
+/// the workload) still measures it, and re-times it beside its best: with
+/// `cargo autotune tune --trials 1 --save`, the default schedule took the one
+/// trial, and the save replaced a 200 GFLOP/s entry with the default's 42.
+#[test]
+fn an_incumbent_is_measured_whatever_the_budget() {
+    let w = workload(64, 64, 64);
+    let dir = scratch("tune-incumbent-budget");
+    let mut opts = options(&dir);
+    opts.confirm = 4;
+    opts.trials = 1;
+    let space = Space::new(&w.op, w.shapes());
+    let default = space.default_config_for(&w.op, w.shapes(), opts.target.isa);
+    let tiled = space
+        .register_tile_starts(&default, opts.target.isa, 1)
+        .into_iter()
+        .next()
+        .expect("a register-tile start");
+    opts.incumbents = vec![tiled.clone()];
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let log = record::load_log(opts.log.as_ref().unwrap()).unwrap();
+    assert!(
+        log.iter().any(|r| r.config == tiled && r.gflops.is_some()),
+        "the incumbent is measured and logged"
+    );
+    assert_eq!(s.trials, 2, "the budget's trial and the incumbent");
+    assert_eq!(
+        s.best.unwrap().0,
+        tiled,
+        "vectorised, it wins over the default schedule"
+    );
+}
+
 /// The default schedule is re-timed beside the search's best however far
 /// behind its one measurement was: a tuned entry that one lucky trial put
 /// ahead of it must beat it again in the same rounds.

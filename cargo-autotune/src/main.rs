@@ -195,9 +195,10 @@ enum Command {
         /// train`); by default the one shipped for this machine's target.
         #[arg(long)]
         model: Option<PathBuf>,
-        /// Configs to start the search from, measured first (a file as `sweep
-        /// --configs` reads it): a hand-written or swept config joins the
-        /// search, and the cache where it wins.
+        /// Configs to start the search from, measured first and whatever
+        /// `--trials` (a file as `sweep --configs` reads it), then re-timed
+        /// beside the best as the cache's are: a hand-written or swept config
+        /// joins the search, and the cache where it wins.
         #[arg(long)]
         start: Option<PathBuf>,
     },
@@ -666,7 +667,10 @@ fn main() -> Result<()> {
                     log: Some(log.clone()),
                     seed,
                     target: host.clone(),
-                    incumbents: seeds.incumbents,
+                    // The user's starts, then the cache's configs of the
+                    // workload: measured whatever the budget, and re-timed
+                    // beside the best.
+                    incumbents: [start, seeds.incumbents].concat(),
                     ..defaults
                 },
                 history: (!no_transfer).then(|| {
@@ -678,9 +682,8 @@ fn main() -> Result<()> {
                         history
                     }
                 }),
-                // The user's, then as the build: the cached configs, then the
-                // operator's other winners.
-                seeds: [start, seeds.others].concat(),
+                // Then, as the build: the operator's other winners.
+                seeds: seeds.others,
                 mirror: None,
                 pretrained: pretrained.as_ref(),
             };
