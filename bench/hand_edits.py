@@ -18,6 +18,25 @@ Variants of a GEMM whose B is packed whole before the compute (`pack.1=1`):
             then never read, and the pack never written again)
   pack-only, rows-first-pack-only  the packing alone, as generated or rows
             first (the compute skipped)
+Variants of the micro-kernels (bench/hand-edits.sh SET=kernels):
+  gemm-asm  the GEMM 1024³ 1-thread entry's register tile (8 rows × 2 vectors,
+            the reduction unrolled 4 deep) as one block of inline assembly: two
+            loads of B, eight broadcasts of A, sixteen FMAs a step, registers
+            fixed (what an explicit micro-kernel would emit); the same result
+  conv-asm  C2 (3×3, 64 channels, 56²) at a register tile of 4 channel vectors ×
+            6 pixels (oneDNN's shape: 24 accumulators, which GCC spills) as
+            inline assembly: four weight loads and six broadcasts for 24 FMAs
+            a tap; the same result
+  guard-buffered  C2 reading its input in place (`pack.0=2`): each border tile
+            reads a zero-padded copy of its own window (64 channels × 3 rows
+            × 16 pixels) with the interior tiles' code, instead of testing each
+            read; the same result
+  guard-no-border  bound, not a kernel: the border tiles skipped (wrong results):
+            what the interior tiles, read in place, cost alone
+  prefetch-out  the stem (7×7 stride 2, 64 channels of 112²), its 1-thread
+            entry: each pair of register tiles prefetches into L2 the output
+            lines the next pair writes (32 channels × one 64-byte line); the
+            same result
 """
 
 import re
@@ -132,6 +151,123 @@ def gemm_pack_only(src):
     return src.replace(key, "  return;\n" + key)
 
 
+def replace_between(src, start, end, new, what):
+    """`src` with the text from `start` up to (not including) `end` replaced."""
+    assert src.count(start) == 1, f"{what}: expected one `{start.strip()}`"
+    a = src.index(start)
+    b = src.index(end, a)
+    return src[:a] + new + src[b:]
+
+
+def asm_block(lines, outputs, inputs, clobbers):
+    body = "\n".join(f'      "{l}\\n\\t"' for l in lines)
+    return (f"    __asm__ volatile(\n{body}\n      : {outputs}\n      : {inputs}\n"
+            f"      : {', '.join(clobbers)}, \"memory\", \"cc\");\n")
+
+
+def gemm_asm(src):
+    # The entry: tiles of 8 rows of A (read in place, rows 1024 apart) × 2
+    # vectors of B's packed panel (32 columns a step), K = 1024 whole.
+    assert "for (int64_t ri__k = 0; ri__k < 1021; ri__k += 4) {" in src, "not the 1024³ entry's loop"
+    start = "            at_v16 acc__0 = ((at_v16){0} + (0.0f));\n"
+    last = "*(at_v16u *)&out[(base__i + 7) * 1024 + base__j + 16] = v__15;\n"
+    lines = [f"vpxord %%zmm{i}, %%zmm{i}, %%zmm{i}" for i in range(16)] + ["1:"]
+    for u in range(4):
+        lines += [f"vmovups {u * 128}(%[b]), %%zmm26", f"vmovups {u * 128 + 64}(%[b]), %%zmm27"]
+        for i in range(8):
+            r = f"%%zmm{28 + i % 4}"
+            lines += [f"vbroadcastss {i * 4096 + u * 4}(%[a]), {r}",
+                      f"vfmadd231ps %%zmm26, {r}, %%zmm{2 * i}", f"vfmadd231ps %%zmm27, {r}, %%zmm{2 * i + 1}"]
+    lines += ["add $16, %[a]", "add $512, %[b]", "dec %[n]", "jnz 1b"]
+    for i in range(8):
+        lines += [f"vmovups %%zmm{2 * i}, {i * 4096}(%[o])", f"vmovups %%zmm{2 * i + 1}, {i * 4096 + 64}(%[o])"]
+    new = ("            {\n"
+           "              const float *ap = &in_a[base__i * 1024 + k0__k];\n"
+           "              const float *bp = &pk__0_1[(((o__j + ro__k) * 4 + b__j) * 1024) * 32];\n"
+           "              float *op = &out[base__i * 1024 + base__j];\n"
+           "              int64_t n = 256;\n"
+           + asm_block(lines, '[a] "+r"(ap), [b] "+r"(bp), [n] "+r"(n)', '[o] "r"(op)',
+                       [f'"zmm{i}"' for i in [*range(16), *range(26, 32)]])
+           + "            }\n")
+    a = src.index(start)
+    b = src.index(last, a) + len(last)
+    assert src.count(start) == 1
+    return src[:a] + new + src[b:]
+
+
+def conv_asm(src):
+    # C2 at `tile.k=4 tile.v=6` (4 channel vectors × 6 pixels), the whole
+    # reduction (64 channels × 3 × 3) in one block, the input pad-copied with
+    # rows of 62 (56 + the tiles' overhang) and the weights packed as
+    # [channel tile][c][r][s][64].
+    assert "* 62 + base__v + k0__s + ri__s;" in src and "* 3 + ri__s) * 64;" in src, "not the 4×6 tile's nest"
+    lines = [f"vpxord %[a{n}], %[a{n}], %[a{n}]" for n in range(24)] + ["mov $64, %[n]", "1:"]
+    b = 0
+    for r in range(3):
+        for s in range(3):
+            w = (r * 3 + s) * 256
+            lines += [f"vmovups {w + kv * 64}(%[w]), %%zmm{24 + kv}" for kv in range(4)]
+            for p in range(6):
+                reg = f"%%zmm{28 + b % 4}"
+                b += 1
+                lines.append(f"vbroadcastss {(r * 62 + s + p) * 4}(%[x]), {reg}")
+                lines += [f"vfmadd231ps %%zmm{24 + kv}, {reg}, %[a{p * 4 + kv}]" for kv in range(4)]
+    lines += [f"add ${58 * 62 * 4}, %[x]", "add $2304, %[w]", "dec %[n]", "jnz 1b"]
+    outs = ", ".join(f'[a{n}] "=&v"(acc__{n})' for n in range(24))
+    new = ("".join(f"                  at_v16 acc__{n};\n" for n in range(24))
+           + "                  {\n"
+           "                    const float *xp = &cp__0_0[((k0__c) * 58 + base__h + k0__r) * 62 + base__v + k0__s];\n"
+           "                    const float *wp = &pk__0_1[(o__k + ro__c + ro__r + ro__s + b__k) * 36864];\n"
+           "                    int64_t n;\n"
+           + asm_block(lines, outs + ', [n] "=&r"(n), [x] "+r"(xp), [w] "+r"(wp)', "",
+                       [f'"zmm{i}"' for i in range(24, 32)])
+           + "                  }\n")
+    return replace_between(src, "                  at_v16 acc__0 = ((at_v16){0} + (0.0f));\n",
+                           "                  const int64_t ix__2 = base__k;", new, "conv-asm")
+
+
+GUARD_IF = "                  if (-1 < -1 + base__h + k0__r"
+GUARD_ELSE = "                  } else {\n                    /* border tile: guarded reads tested */\n"
+GUARD_END = "                  const int64_t ix__2 = base__k;"
+
+
+def guard_no_border(src):
+    return replace_between(src, GUARD_ELSE, GUARD_END, "                  }\n", "guard-no-border")
+
+
+def guard_buffered(src):
+    # The C2 entry's tile (16 channels × 14 pixels of one row) reading x in
+    # place, the reduction whole (k0__c = k0__r = k0__s = 0).
+    a = src.index(GUARD_IF)
+    interior = src[src.index("\n", a) + 1:src.index(GUARD_ELSE)]
+    inner = interior.replace("in_x[ix__0", "wb[ix__0")
+    inner, n = re.subn(r"const int64_t ix__0 = \(\(k0__c \+ ri__c\) \* 56 \+ -1 \+ base__h \+ k0__r \+ ri__r\) "
+                       r"\* 56 \+ -1 \+ base__v \+ k0__s \+ ri__s;",
+                       "const int64_t ix__0 = (ri__c * 3 + ri__r) * 16 + ri__s;", inner)
+    assert n >= 1 and "in_x[" not in inner, "not the guarded 14-pixel tile"
+    fill = """                  } else {
+                    /* border tile: its window copied, the pad value outside */
+                    float wb[64 * 3 * 16] __attribute__((aligned(64)));
+                    for (int64_t c = 0; c < 64; ++c)
+                      for (int64_t r = 0; r < 3; ++r)
+                        for (int64_t q = 0; q < 16; ++q) {
+                          const int64_t h = -1 + base__h + k0__r + r, v = -1 + base__v + k0__s + q;
+                          wb[(c * 3 + r) * 16 + q] =
+                              0 <= h && h < 56 && 0 <= v && v < 56 ? in_x[((k0__c + c) * 56 + h) * 56 + v] : 0.0f;
+                        }
+"""
+    return replace_between(src, GUARD_ELSE, GUARD_END, fill + inner + "                  }\n", "guard-buffered")
+
+
+def prefetch_out(src):
+    # The stem's 1-thread entry: tiles of 32 channels × 8 pixels, two along a
+    # 16-pixel block (one 64-byte line of each channel's row).
+    key = "                    const int64_t base__v = o__v * 16 + b__v * 8;\n"
+    assert src.count(key) == 1, "not the stem entry's nest"
+    return src.replace(key, key + "                    if (b__v == 0) for (int64_t ch = 0; ch < 32; ++ch) "
+                       "__builtin_prefetch(&out[((base__k + ch) * 112 + base__h) * 112 + base__v + 16], 1, 1);\n")
+
+
 VARIANTS = {
     "rows": conv_rows,
     "contiguous": conv_contiguous,
@@ -139,6 +275,11 @@ VARIANTS = {
     "no-pack": gemm_no_pack,
     "pack-only": gemm_pack_only,
     "rows-first-pack-only": lambda src: gemm_pack_only(gemm_rows_first(src)),
+    "gemm-asm": gemm_asm,
+    "conv-asm": conv_asm,
+    "guard-buffered": guard_buffered,
+    "guard-no-border": guard_no_border,
+    "prefetch-out": prefetch_out,
 }
 
 if __name__ == "__main__":
