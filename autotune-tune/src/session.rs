@@ -294,13 +294,15 @@ pub fn tune(
                 break;
             }
             incumbents_done = true;
+            // (A tuner measures a config as its canonical twin: the same kernel.)
+            let mut done: HashSet<u128> = measured.iter().map(|&i| space.canonical(i)).collect();
             let mut missing: Vec<u128> = Vec::new();
             for i in opts
                 .incumbents
                 .iter()
                 .filter_map(|c| space.index_of(c).ok())
             {
-                if !measured.contains(&i) && !missing.contains(&i) {
+                if done.insert(space.canonical(i)) {
                     missing.push(i);
                 }
             }
@@ -382,9 +384,20 @@ pub fn tune(
         summary.tuner += t2.elapsed();
         let _ = std::fs::remove_dir_all(&batch.dir);
     }
+    // Each incumbent as it was measured (a tuner measures a config's
+    // canonical twin, whose dead knobs may differ).
+    let canonical = |c: &Config| space.index_of(c).ok().map(|i| space.canonical(i));
+    let mut keep: Vec<Config> = opts
+        .incumbents
+        .iter()
+        .filter_map(|c| {
+            let twin = canonical(c)?;
+            let found = scored.iter().find(|(s, _)| canonical(s) == Some(twin));
+            found.map(|(s, _)| s.clone())
+        })
+        .collect();
     // The default schedule is re-timed beside the best too, where it was
     // measured: a winner whose one lucky trial beat it must beat it again.
-    let mut keep = opts.incumbents.clone();
     if opts.confirm >= 2 {
         keep.push(default);
     }

@@ -313,6 +313,50 @@ fn an_incumbent_is_measured_whatever_the_budget() {
     );
 }
 
+/// An incumbent whose canonical twin (the same kernel, dead knobs at their
+/// first choice) was measured is not measured again, and is re-timed beside
+/// the best as that twin.
+#[test]
+fn an_incumbent_measured_as_its_canonical_twin_is_re_timed_as_it() {
+    // A fused ReLU: while `y.fuse` is on, the output stage's knobs are dead.
+    let w = common::workload(
+        "specialize(M = 16, N = 24, K = 8)",
+        "pub fn mm_relu(a: Tensor<f32, (M, K)>, b: Tensor<f32, (K, N)>) -> Tensor<f32, (M, N)> {
+            let y: Tensor<f32, (M, N)> = compute(|i, j| sum(|k| a[i][k] * b[k][j]));
+            compute(|i, j| max(y[i][j], 0.0))
+        }",
+    );
+    let dir = scratch("tune-incumbent-twin");
+    let mut opts = options(&dir);
+    opts.confirm = 4;
+    let space = Space::new(&w.op, w.shapes());
+    let default = space.default_config_for(&w.op, w.shapes(), opts.target.isa);
+    let at = (0..4096u128)
+        .map(|k| k * (space.size() / 4096).max(1) % space.size())
+        .find(|&i| space.canonical(i) != i && space.config_at(space.canonical(i)) != default)
+        .expect("a config with a dead knob off its first choice");
+    let (incumbent, twin) = (space.config_at(at), space.config_at(space.canonical(at)));
+    let best = (0..space.size())
+        .map(|i| space.config_at(i))
+        .find(|c| ![&default, &incumbent, &twin].contains(&c))
+        .unwrap();
+    // Resumed from the log: a best far ahead of the twin, which is far ahead
+    // of the default; only the kept configs join the best in the re-timing.
+    claim(&w, &opts, &best, 1000.0);
+    claim(&w, &opts, &twin, 100.0);
+    claim(&w, &opts, &default, 1.0);
+    opts.incumbents = vec![incumbent.clone()];
+    opts.trials = 3;
+    let s = tune::tune(&w, &mut tuner::RandomTuner::new(3), &opts, &mut |_, _| {}).unwrap();
+    let log = record::load_log(opts.log.as_ref().unwrap()).unwrap();
+    assert!(
+        !log.iter().any(|r| r.config == incumbent),
+        "not measured again"
+    );
+    let c = s.confirmation.expect("re-timed");
+    assert_eq!(c.contenders, 3, "the best, the twin and the default: {c}");
+}
+
 /// The default schedule is re-timed beside the search's best however far
 /// behind its one measurement was: a tuned entry that one lucky trial put
 /// ahead of it must beat it again in the same rounds.
