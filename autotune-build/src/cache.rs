@@ -392,20 +392,49 @@ pub fn seeds(entries: &[Entry], workload_id: &WorkloadId, target: &Target, cpu: 
     }
 }
 
+/// What [`store`] did with an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// The first of its workload, target, CPU and thread count.
+    Added,
+    /// In place of the one there was.
+    Replaced,
+    /// Not written: the entry there, of this generator, records the same
+    /// kernel, and keeps its own figures, trials, tuner and date (a re-run
+    /// whose re-timing the entry won does not restate it).
+    Kept,
+}
+
 /// Adds `entry` to the operator's file, replacing the entry of the same
-/// workload, target, CPU and thread count; other CPUs' and thread counts'
-/// entries stay.
-pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<(), CacheError> {
+/// workload, target, CPU and thread count unless that one is of the same
+/// kernel ([`Stored::Kept`]); other CPUs' and thread counts' entries stay.
+pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<Stored, CacheError> {
     let cpu = entry.tuned_on();
+    let mut stored = Stored::Added;
     rewrite(dir, op, |entries| {
-        entries.retain(|e| {
-            !(e.workload_id == entry.workload_id
+        let same = |e: &Entry| {
+            e.workload_id == entry.workload_id
                 && e.target == entry.target
                 && cpu.same(&e.tuned_on())
-                && e.threads == entry.threads)
-        });
+                && e.threads == entry.threads
+        };
+        if entries.iter().any(|e| {
+            same(e)
+                && e.generator == entry.generator
+                && e.kernel.is_some()
+                && e.kernel == entry.kernel
+        }) {
+            stored = Stored::Kept;
+            return;
+        }
+        let before = entries.len();
+        entries.retain(|e| !same(e));
+        if entries.len() < before {
+            stored = Stored::Replaced;
+        }
         entries.push(entry);
-    })
+    })?;
+    Ok(stored)
 }
 
 /// Keeps the entries of an operator's file for which `keep` holds; returns how

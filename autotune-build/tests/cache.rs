@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use autotune_build::cache::{self, Cpu, Entry, Lookup};
+use autotune_build::cache::{self, Cpu, Entry, Lookup, Stored};
 use autotune_codegen::{Config, Isa, KernelFingerprint, Space, Workload};
 
 /// The CPU the entries of `entry` are tuned on.
@@ -62,6 +62,36 @@ fn entry(workload: &str, gflops: f64) -> Entry {
             .unwrap(),
         kernel: None,
     }
+}
+
+/// A run whose winner is the entry's own kernel leaves the entry as it was
+/// (its search's trials, tuner and date), rather than restating it with the
+/// re-timing's figures; a new kernel, or an entry that records none, is
+/// replaced.
+#[test]
+fn storing_the_entry_own_kernel_keeps_the_entry() {
+    let dir = scratch("store-same-kernel");
+    let with = |gflops: f64, kernel: u64| Entry {
+        kernel: Some(KernelFingerprint(kernel)),
+        ..entry("mm[M1]", gflops)
+    };
+    assert_eq!(
+        cache::store(&dir, "mm", with(2.0, 7)).unwrap(),
+        Stored::Added
+    );
+    let mut again = with(1.5, 7);
+    again.trials = 3;
+    assert_eq!(cache::store(&dir, "mm", again).unwrap(), Stored::Kept);
+    assert_eq!(cache::load(&dir, "mm").unwrap(), vec![with(2.0, 7)]);
+    assert_eq!(
+        cache::store(&dir, "mm", with(2.5, 8)).unwrap(),
+        Stored::Replaced
+    );
+    assert_eq!(cache::load(&dir, "mm").unwrap(), vec![with(2.5, 8)]);
+    assert_eq!(
+        cache::store(&dir, "mm", entry("mm[M1]", 3.0)).unwrap(),
+        Stored::Replaced
+    );
 }
 
 #[test]

@@ -777,9 +777,14 @@ fn main() -> Result<()> {
                     config: config.clone(),
                     kernel: KernelFingerprint::of(&w, config, host.isa).ok(),
                 };
-                cache::store(&cache, &w.op.name, entry)?;
-                if !json {
-                    println!("saved to {}", cache::file_of(&cache, &w.op.name).display());
+                let file = cache::file_of(&cache, &w.op.name);
+                match cache::store(&cache, &w.op.name, entry)? {
+                    _ if json => {}
+                    cache::Stored::Kept => println!(
+                        "kept the entry in {}: its kernel won the re-timing",
+                        file.display()
+                    ),
+                    _ => println!("saved to {}", file.display()),
                 }
             }
         }
