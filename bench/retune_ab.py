@@ -16,6 +16,11 @@ CARGO_AUTOTUNE names the CLI; FILE and CACHE the operators and their cache; THRE
 ("1 2") the entries' thread counts; SPECS (every one) the specialisations' indexes;
 STARTS a directory whose `OP-SPEC.txt` (as `sweep --configs` reads it) adds configs the
 search measures first beside the entry's (swept candidates the model does not rank high).
+SPLIT16=1 adds, for a conv's entry (a `y.split.c` knob), the entry with its reduction split
+by 16 channels, under its own blocks and under blocks of 32 rows × 16 pixels: on
+GenuineIntel-6-167 that kept one tile's weights in L1 and ran C9 1.015-1.12x and C4 1.037x
+(docs/performance.md, "A budget that dropped an entry"), where 48-trial searches from the
+entries had not found it.
 """
 import os
 import re
@@ -31,6 +36,7 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 THREADS = os.environ.get("THREADS", "1 2").split()
 SPECS = os.environ.get("SPECS")
 STARTS = os.environ.get("STARTS")
+SPLIT16 = os.environ.get("SPLIT16") == "1"
 GAIN = 1.02
 
 
@@ -54,6 +60,15 @@ def key(block):  # an older entry may lack a field (its CPU id)
 def config(block):
     pairs = re.findall(r'^"([^"]+)" = (.*)$', block[block.index("[entry.config]"):], re.M)
     return " ".join(k + "=" + v.strip('"') for k, v in pairs)
+
+
+def split16(config):  # SPLIT16's variants of a conv's config (none for other operators)
+    split = re.search(r"y\.split\.c=(\d+)", config)
+    if not SPLIT16 or not split or int(split.group(1)) < 32:  # (a split by 16 is a choice from 32 channels on)
+        return []
+    split = re.sub(r"y\.split\.c=\d+", "y.split.c=16", config)
+    whole = re.sub(r"y\.block\.v=\d+", "y.block.v=16", re.sub(r"y\.block\.h=\d+", "y.block.h=32", split))
+    return [c for c in dict.fromkeys([split, whole]) if c != config]
 
 
 def peak(say):
@@ -95,7 +110,8 @@ def main():
             old = config(entry)
             start = "/tmp/retune-ab-start.txt"
             extra = STARTS and os.path.join(STARTS, f"{op}-{spec}.txt")
-            open(start, "w").write(old + "\n" + (open(extra).read() if extra and os.path.exists(extra) else ""))
+            open(start, "w").write(old + "\n" + (open(extra).read() if extra and os.path.exists(extra) else "")
+                                   + "".join(c + "\n" for c in split16(old)))
             say(f"== {op} spec {spec} [{name}] {threads} thread(s)")
             out = subprocess.run([AT, "autotune", "tune", "--file", FILE, "--cache", CACHE, "--op", op, "--spec", str(spec),
                                   "--threads", threads, "--tuner", "xgb-rank", "--trials", TRIALS, "--start", start,
