@@ -449,6 +449,52 @@ pub fn retain(dir: &Path, op: &str, keep: impl Fn(&Entry) -> bool) -> Result<usi
     Ok(dropped)
 }
 
+/// What [`prune`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Per operator's file that lost entries: its name and how many.
+    pub dropped: Vec<(String, usize)>,
+    /// The operators' files left alone: the source given does not define them.
+    pub not_defined: Vec<String>,
+}
+
+/// Drops the entries of shapes that `ops` no longer specialise, in the files of
+/// the operators `ops` define, or in `only`'s file alone where it is named (a
+/// removed operator's, too). Other operators' files are left alone: a cache
+/// shared by several crates (`Builder::cache_dir`) holds operators one crate's
+/// source does not define, and pruning from that crate must not empty them.
+pub fn prune(dir: &Path, ops: &[Operator], only: Option<&str>) -> Result<Pruned, CacheError> {
+    let mut pruned = Pruned::default();
+    for name in operators(dir)? {
+        if only.is_some_and(|o| o != name) {
+            continue;
+        }
+        let Some(op) = ops.iter().find(|o| o.name == name) else {
+            if only.is_none() {
+                pruned.not_defined.push(name);
+                continue;
+            }
+            let dropped = retain(dir, &name, |_| false)?;
+            pruned.dropped.push((name, dropped));
+            continue;
+        };
+        let ids: Vec<WorkloadId> = (0..op.specializations.len())
+            .map(|spec| {
+                Workload {
+                    op: op.clone(),
+                    spec,
+                }
+                .id()
+            })
+            .collect();
+        let dropped = retain(dir, &name, |e| ids.contains(&e.workload_id))?;
+        if dropped > 0 {
+            pruned.dropped.push((name, dropped));
+        }
+    }
+    Ok(pruned)
+}
+
 /// Records the kernel fingerprint of `op`'s entries of this generator version
 /// that lack one (their kernel is this generator's, by version); returns how
 /// many. Entries of other versions are left as they are: what they timed is

@@ -536,3 +536,37 @@ fn stamping_records_the_kernel_of_current_entries_only() {
         ]
     );
 }
+
+/// Pruning against one crate's source drops the entries of shapes its
+/// operators lost, and leaves alone the files of operators it does not
+/// define: a cache shared by several crates (this workspace's examples)
+/// holds those, and pruning from one crate emptied the other's files. A
+/// removed operator's file goes only when it is named.
+#[test]
+fn pruning_leaves_the_operators_another_source_defines() {
+    let dir = scratch("prune-shared");
+    let (w, config, _) = matmul();
+    let kept = Entry {
+        workload: w.key(),
+        workload_id: w.id(),
+        config: config.clone(),
+        ..entry("mm[M4 K8 N16]", 2.0)
+    };
+    let lost = entry("mm[M2]", 1.0);
+    cache::store(&dir, "mm", kept.clone()).unwrap();
+    cache::store(&dir, "mm", lost).unwrap();
+    let other = Entry {
+        workload: "conv[C8]".to_string(),
+        ..entry("conv[C8]", 3.0)
+    };
+    cache::store(&dir, "conv", other.clone()).unwrap();
+    let ops = [w.op.clone()];
+    let pruned = cache::prune(&dir, &ops, None).unwrap();
+    assert_eq!(pruned.dropped, vec![("mm".to_string(), 1)]);
+    assert_eq!(pruned.not_defined, vec!["conv".to_string()]);
+    assert_eq!(cache::load(&dir, "mm").unwrap(), vec![kept]);
+    assert_eq!(cache::load(&dir, "conv").unwrap(), vec![other]);
+    let named = cache::prune(&dir, &ops, Some("conv")).unwrap();
+    assert_eq!(named.dropped, vec![("conv".to_string(), 1)]);
+    assert!(cache::load(&dir, "conv").unwrap().is_empty());
+}

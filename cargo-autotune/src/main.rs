@@ -254,7 +254,9 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
-    /// Drop cache entries of operators and shapes the source no longer has.
+    /// Drop cache entries of shapes the source's operators no longer specialise
+    /// (the files of operators it does not define, as a cache shared by
+    /// several crates holds, only where --op names them).
     Prune {
         #[command(flatten)]
         target: OpArgs,
@@ -924,32 +926,18 @@ fn main() -> Result<()> {
         Command::Prune { target, cache } => {
             let only = target.op.clone();
             let ops = load(&OpArgs { op: None, ..target })?;
-            // With --op, only that operator's file: a cache shared by several crates
-            // holds operators this source does not define.
-            for name in cache::operators(&cache)?
-                .into_iter()
-                .filter(|n| only.as_ref().is_none_or(|o| o == n))
-            {
-                let ids: Vec<autotune_codegen::WorkloadId> = ops
-                    .iter()
-                    .filter(|o| o.name == name)
-                    .flat_map(|o| {
-                        (0..o.specializations.len()).map(|spec| {
-                            Workload {
-                                op: o.clone(),
-                                spec,
-                            }
-                            .id()
-                        })
-                    })
-                    .collect();
-                let dropped = cache::retain(&cache, &name, |e| ids.contains(&e.workload_id))?;
-                if dropped > 0 {
-                    println!(
-                        "{name}: dropped {dropped} entr{}",
-                        if dropped == 1 { "y" } else { "ies" }
-                    );
-                }
+            let pruned = cache::prune(&cache, &ops, only.as_deref())?;
+            for (name, dropped) in &pruned.dropped {
+                println!(
+                    "{name}: dropped {dropped} entr{}",
+                    if *dropped == 1 { "y" } else { "ies" }
+                );
+            }
+            if !pruned.not_defined.is_empty() {
+                println!(
+                    "left alone (not defined in this source; name one with --op to prune it): {}",
+                    pruned.not_defined.join(", ")
+                );
             }
         }
         Command::Train {
