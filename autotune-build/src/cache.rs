@@ -469,24 +469,23 @@ pub fn prune(dir: &Path, ops: &[Operator], only: Option<&str>) -> Result<Pruned,
         if only.is_some_and(|o| o != name) {
             continue;
         }
-        let Some(op) = ops.iter().find(|o| o.name == name) else {
-            if only.is_none() {
+        let ids: Vec<WorkloadId> = match ops.iter().find(|o| o.name == name) {
+            Some(op) => (0..op.specializations.len())
+                .map(|spec| {
+                    Workload {
+                        op: op.clone(),
+                        spec,
+                    }
+                    .id()
+                })
+                .collect(),
+            // Named, an operator the source lost: all its entries go.
+            None if only.is_some() => Vec::new(),
+            None => {
                 pruned.not_defined.push(name);
                 continue;
             }
-            let dropped = retain(dir, &name, |_| false)?;
-            pruned.dropped.push((name, dropped));
-            continue;
         };
-        let ids: Vec<WorkloadId> = (0..op.specializations.len())
-            .map(|spec| {
-                Workload {
-                    op: op.clone(),
-                    spec,
-                }
-                .id()
-            })
-            .collect();
         let dropped = retain(dir, &name, |e| ids.contains(&e.workload_id))?;
         if dropped > 0 {
             pruned.dropped.push((name, dropped));
