@@ -318,8 +318,9 @@ pub struct TiledStage {
     /// Number of load sites (pre-order) in the stage body.
     pub loads: usize,
     /// The load sites (by position) under the reduction: those that may be
-    /// packed per block inside the nest ([`Read::PackBlock`]) or prefetch
-    /// their copy's next slice ([`Read::PackAhead`]).
+    /// packed per block inside the nest ([`Read::PackBlock`]), prefetch
+    /// their copy's next slice ([`Read::PackAhead`]) or copy it in the order
+    /// they read it ([`Read::PackInOrder`]).
     pub blockable: Vec<usize>,
     /// The load sites (by position) that may read in place with guarded
     /// border tiles ([`Read::Guard`]): padded loads under the reduction.
@@ -380,7 +381,7 @@ pub struct StagePlan {
 }
 
 /// How the register tile of a stage reads the operand of one load site (the
-/// `pack.N` knob: 0, 1, 2, 3, 4).
+/// `pack.N` knob: 0, 1, 2, 3, 4, 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Read {
     /// In place where every read (overhanging tiles' included) stays inside
@@ -411,6 +412,13 @@ pub enum Read {
     /// copy larger than L2. As `Pack` where the nest does not read the copy
     /// slice by slice (`lower::tiled::nest::ahead`), and in a generic kernel.
     PackAhead,
+    /// As `Pack`, the copy's loops in the order its reads walk the operand
+    /// (the largest stride outermost) rather than the copy's own: it reads
+    /// rows whole and scatters its runs into the copy. For an operand larger
+    /// than L2 (a GEMM's B of megabytes) reading in order wins over writing
+    /// in order. As `Pack` in a generic kernel and where a tile spans a
+    /// merged pair of axes.
+    PackInOrder,
 }
 
 /// The largest buffer of a [`Read::PackBlock`] copy: it lives on the stack of
@@ -1123,7 +1131,7 @@ fn stage_knobs(
                 choices.push(2);
             }
             if info.blockable.contains(&site) {
-                choices.extend([3, 4]);
+                choices.extend([3, 4, 5]);
             }
             knobs.push(Knob {
                 name: KnobName::new(p, KnobKind::Pack(site)),
@@ -1354,6 +1362,7 @@ fn decode(stage: &Stage, info: &TiledStage, c: &Config) -> StagePlan {
                     2 => Read::Guard,
                     3 => Read::PackBlock,
                     4 => Read::PackAhead,
+                    5 => Read::PackInOrder,
                     _ => Read::Direct,
                 }
             })

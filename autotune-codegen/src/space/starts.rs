@@ -186,7 +186,8 @@ impl Space {
                 set(KnobKind::Split(name(r)), Value::Int(e));
             }
             // `pack` 3: copied one block at a time (`Read::PackBlock`); 4:
-            // copied, the next slice prefetched (`Read::PackAhead`); both
+            // copied, the next slice prefetched (`Read::PackAhead`); 5:
+            // copied in the order it reads (`Read::PackInOrder`); all three
             // under the reduction only; 1: copied (`Read::Pack`); 0: read in
             // place.
             let reads: Vec<i64> = sites

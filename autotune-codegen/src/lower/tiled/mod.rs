@@ -135,7 +135,12 @@ pub(crate) fn lower_stage(
     };
     let in_place: Vec<Vec<usize>> = sites_of(op, s, plan, consumer)
         .into_iter()
-        .filter(|site| !matches!(site.read, Read::Pack | Read::PackBlock | Read::PackAhead))
+        .filter(|site| {
+            !matches!(
+                site.read,
+                Read::Pack | Read::PackBlock | Read::PackAhead | Read::PackInOrder
+            )
+        })
         .filter_map(|site| probe.in_place_axes(site.load))
         .collect();
     if in_place.is_empty() {

@@ -100,8 +100,9 @@ impl Operands<'_> {
         let read = match read {
             Read::Guard if self.t.merge.is_some_and(merged) => Read::Direct,
             Read::PackBlock if pad.is_some() && self.t.merge.is_some_and(merged) => Read::Pack,
-            // (Its prefetches are the nest's: the copy is the same.)
-            Read::PackAhead => Read::Pack,
+            // (Its prefetches are the nest's, the other's loop order the
+            // copy's: the copy is the same.)
+            Read::PackAhead | Read::PackInOrder => Read::Pack,
             read => read,
         };
         let pack = matches!(read, Read::Pack | Read::PackBlock);
@@ -215,7 +216,10 @@ impl Operands<'_> {
                 source,
             },
             Source::Copy { lo, dims } => self.pad_copy(site, lo, dims, tag, scratch, out),
-            Source::Packed { layout } => self.pack(site, layout, tag, scratch, out),
+            Source::Packed { layout } => {
+                let in_order = read == Read::PackInOrder;
+                self.pack(site, layout, in_order, tag, scratch, out)
+            }
             Source::BlockPacked { layout } => self.pack_block(site, layout, tag, block),
         }
     }
@@ -381,11 +385,12 @@ impl Operands<'_> {
         &self,
         site: &Expr,
         layout: Vec<(AxisId, Level, IExpr)>,
+        in_order: bool,
         tag: &str,
         scratch: &mut Vec<Scratch>,
         out: &mut Vec<Stmt>,
     ) -> Access {
-        let Expr::Load { tensor, pad, .. } = site else {
+        let Expr::Load { tensor, index, pad } = site else {
             unreachable!("load sites are loads")
         };
         let t = self.t;
@@ -409,6 +414,13 @@ impl Operands<'_> {
             },
         };
         if t.known() {
+            let loops: Vec<usize> = if in_order && t.merge.is_none() {
+                self.read_order(*tensor, index, &layout)
+            } else {
+                (0..layout.len()).collect()
+            };
+            let vars: Vec<String> = loops.iter().map(|&i| vars[i].clone()).collect();
+            let pdims: Vec<IExpr> = loops.iter().map(|&i| pdims[i].clone()).collect();
             out.extend(self.copy_nest(what, &vars, &pdims, tested));
             return access;
         }
@@ -468,6 +480,52 @@ impl Operands<'_> {
         }];
         out.extend(self.copy_nest(what, &vars[..run], &bounds[..run], body));
         access
+    }
+
+    /// The loops of a pack laid out as `layout` (indices into it), outer to
+    /// inner, in the order its reads walk the tensor ([`Read::PackInOrder`]):
+    /// by the elements one step of each moves through the tensor, the most
+    /// outermost (ties in layout order). A loop of one iteration goes just
+    /// inside the outermost longer one, so that it keeps none from the pool.
+    fn read_order(
+        &self,
+        tensor: TensorRef,
+        index: &[Affine],
+        layout: &[(AxisId, Level, IExpr)],
+    ) -> Vec<usize> {
+        let dims = self.known_dims(tensor);
+        let stride = |d: usize| dims[d + 1..].iter().product::<i64>();
+        let step = |&(a, level, _): &(AxisId, Level, IExpr)| {
+            let per_unit: i64 = index
+                .iter()
+                .enumerate()
+                .flat_map(|(d, ix)| {
+                    ix.terms
+                        .iter()
+                        .filter(move |(b, _)| *b == a)
+                        .map(move |(_, c)| c.abs() * stride(d))
+                })
+                .sum();
+            per_unit * self.level_unit(a, level)
+        };
+        let mut order: Vec<usize> = (0..layout.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(step(&layout[i])));
+        let (ones, longer): (Vec<usize>, Vec<usize>) =
+            order.into_iter().partition(|&i| known(&layout[i].2) == 1);
+        match longer.split_first() {
+            Some((first, rest)) => [&[*first], &ones[..], rest].concat(),
+            None => ones,
+        }
+    }
+
+    /// How far one step of a copy's loop of `level` moves along axis `a`.
+    fn level_unit(&self, a: AxisId, level: Level) -> i64 {
+        match level {
+            Level::Outer => self.t.block_size(a),
+            Level::Block => self.t.tile[a],
+            Level::ReduceOuter => self.t.reduce_axis(a).map_or(1, |r| r.inner),
+            Level::Reg | Level::ReduceInner => 1,
+        }
     }
 
     /// Copies what one block reads of the operand into tile order, at the
@@ -746,19 +804,10 @@ impl Operands<'_> {
         vars: &[String],
         base: BTreeMap<AxisId, IExpr>,
     ) -> BTreeMap<AxisId, IExpr> {
-        let t = self.t;
         let mut value_of = base;
         for (i, &(a, level, _)) in layout.iter().enumerate() {
             let v = IExpr::var(&vars[i]);
-            let term = match level {
-                Level::Outer => v.times(IExpr::Const(t.block_size(a))),
-                Level::Block => v.times(IExpr::Const(t.tile[a])),
-                Level::ReduceOuter => {
-                    let k = t.reduce_axis(a).map_or(1, |r| r.inner);
-                    v.times(IExpr::Const(k))
-                }
-                Level::Reg | Level::ReduceInner => v,
-            };
+            let term = v.times(IExpr::Const(self.level_unit(a, level)));
             let e = value_of.remove(&a).unwrap_or(IExpr::Const(0)).plus(term);
             value_of.insert(a, e);
         }
