@@ -399,8 +399,9 @@ pub enum Stored {
     Added,
     /// In place of the one there was.
     Replaced,
-    /// Not written: the entry there, of this generator, records the same
-    /// kernel, and keeps its own figures, trials, tuner and date (a re-run
+    /// Not written: the entry there records the same kernel (whichever
+    /// generator wrote it: an older one's is current while this one makes its
+    /// kernel), and keeps its own figures, trials, tuner and date (a re-run
     /// whose re-timing the entry won does not restate it).
     Kept,
 }
@@ -418,12 +419,10 @@ pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<Stored, CacheError> {
                 && cpu.same(&e.tuned_on())
                 && e.threads == entry.threads
         };
-        if entries.iter().any(|e| {
-            same(e)
-                && e.generator == entry.generator
-                && e.kernel.is_some()
-                && e.kernel == entry.kernel
-        }) {
+        if entries
+            .iter()
+            .any(|e| same(e) && e.kernel.is_some() && e.kernel == entry.kernel)
+        {
             stored = Stored::Kept;
             return;
         }

@@ -66,8 +66,9 @@ fn entry(workload: &str, gflops: f64) -> Entry {
 
 /// A run whose winner is the entry's own kernel leaves the entry as it was
 /// (its search's trials, tuner and date), rather than restating it with the
-/// re-timing's figures; a new kernel, or an entry that records none, is
-/// replaced.
+/// re-timing's figures, whichever generator wrote it (an older one's entry
+/// whose kernel this one still makes is current); a new kernel, or an entry
+/// that records none, is replaced.
 #[test]
 fn storing_the_entry_own_kernel_keeps_the_entry() {
     let dir = scratch("store-same-kernel");
@@ -92,6 +93,18 @@ fn storing_the_entry_own_kernel_keeps_the_entry() {
         cache::store(&dir, "mm", entry("mm[M1]", 3.0)).unwrap(),
         Stored::Replaced
     );
+    // An older generator's entry of the kernel the run's winner makes.
+    let dir = scratch("store-same-kernel-older");
+    let older = Entry {
+        generator: cache::GENERATOR_VERSION - 1,
+        ..with(2.0, 7)
+    };
+    cache::store(&dir, "mm", older.clone()).unwrap();
+    assert_eq!(
+        cache::store(&dir, "mm", with(1.5, 7)).unwrap(),
+        Stored::Kept
+    );
+    assert_eq!(cache::load(&dir, "mm").unwrap(), vec![older]);
 }
 
 #[test]
