@@ -399,16 +399,19 @@ pub enum Stored {
     Added,
     /// In place of the one there was.
     Replaced,
-    /// Not written: the entry there records the same kernel (whichever
-    /// generator wrote it: an older one's is current while this one makes its
-    /// kernel), and keeps its own figures, trials, tuner and date (a re-run
-    /// whose re-timing the entry won does not restate it).
+    /// Not written: the entry there has the same config and records the same
+    /// kernel (whichever generator wrote it: an older one's is current while
+    /// this one makes its kernel), and keeps its own figures, trials, tuner
+    /// and date (a re-run whose re-timing the entry won does not restate it).
+    /// Another config of the recorded kernel replaces it: the entry's own
+    /// config may lower to another kernel today.
     Kept,
 }
 
 /// Adds `entry` to the operator's file, replacing the entry of the same
 /// workload, target, CPU and thread count unless that one is of the same
-/// kernel ([`Stored::Kept`]); other CPUs' and thread counts' entries stay.
+/// config and kernel ([`Stored::Kept`]); other CPUs' and thread counts'
+/// entries stay.
 pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<Stored, CacheError> {
     let cpu = entry.tuned_on();
     let mut stored = Stored::Added;
@@ -419,10 +422,9 @@ pub fn store(dir: &Path, op: &str, entry: Entry) -> Result<Stored, CacheError> {
                 && cpu.same(&e.tuned_on())
                 && e.threads == entry.threads
         };
-        if entries
-            .iter()
-            .any(|e| same(e) && e.kernel.is_some() && e.kernel == entry.kernel)
-        {
+        if entries.iter().any(|e| {
+            same(e) && e.kernel.is_some() && e.kernel == entry.kernel && e.config == entry.config
+        }) {
             stored = Stored::Kept;
             return;
         }

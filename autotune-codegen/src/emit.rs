@@ -573,6 +573,56 @@ pub fn kept_scratch_c(runtime: &str) -> String {
     KEPT_SCRATCH_C.replace("ALLOC(", &format!("{}(", alloc_fn(runtime)))
 }
 
+/// The helper of kernels whose blocks' copies are kept arrays
+/// ([`Stmt::Array`]): a buffer per thread for them, apart from the scratch
+/// (a calling thread runs chunks of parallel loops while its scratch holds
+/// the call's copies), grown as blocks need, freed with the thread. Each
+/// function that fills kept arrays takes it once, before its loops.
+const KEPT_BLOCKS_C: &str = r#"#ifndef AT_KEPT_BLOCKS
+#define AT_KEPT_BLOCKS
+#include <pthread.h>
+static __thread void *at_kept_blocks;
+static __thread size_t at_kept_blocks_cap;
+static pthread_key_t at_kept_blocks_key;
+static int at_kept_blocks_keyed;
+static pthread_once_t at_kept_blocks_once = PTHREAD_ONCE_INIT;
+static inline void at_kept_blocks_init(void) { at_kept_blocks_keyed = !pthread_key_create(&at_kept_blocks_key, free); }
+/* The calling thread's buffer for blocks' copies, grown to `bytes`. NULL when
+ * out of memory. */
+static inline void *at_block_scratch(size_t bytes) {
+  if (bytes > at_kept_blocks_cap) {
+    free(at_kept_blocks);
+    at_kept_blocks = ALLOC(bytes);
+    at_kept_blocks_cap = at_kept_blocks ? bytes : 0;
+    pthread_once(&at_kept_blocks_once, at_kept_blocks_init);
+    /* Freed with the thread (without a key, kept until the process ends). */
+    if (at_kept_blocks_keyed) (void)pthread_setspecific(at_kept_blocks_key, at_kept_blocks);
+  }
+  return at_kept_blocks;
+}
+#endif
+
+"#;
+
+/// The helper of kernels with kept arrays, calling `runtime`'s allocator.
+pub fn kept_blocks_c(runtime: &str) -> String {
+    KEPT_BLOCKS_C.replace("ALLOC(", &format!("{}(", alloc_fn(runtime)))
+}
+
+/// Where each of `arrays` (name, elements of `dtype`) starts in a function's
+/// kept block buffer, in bytes (each on a cache line of its own, as a stack
+/// array is aligned), and the buffer's size.
+fn kept_layout(arrays: &[(&str, i64)], dtype: DType) -> (HashMap<String, usize>, usize) {
+    let mut at = HashMap::new();
+    let mut total = 0usize;
+    for &(name, elems) in arrays {
+        at.insert(name.to_string(), total);
+        let bytes = elems.max(1) as usize * dtype.size();
+        total += bytes.div_ceil(64) * 64;
+    }
+    (at, total)
+}
+
 /// `AT_SHUFFLE2(T, a, b, i...)`: lanes of two vectors of type `T` picked by
 /// constant indices, in the spelling the compiler takes (`__builtin_shuffle`
 /// is GCC's older one: before GCC 12 there is no `__builtin_shufflevector`).
@@ -1102,6 +1152,12 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     fields.extend(k.scratch.iter().map(|b| (format!("{t} *"), b.name.clone())));
     let constant_buffers = k.constants.iter().flat_map(|c| &c.buffers);
     fields.extend(constant_buffers.map(|b| (format!("{t} *"), b.name.clone())));
+    // Kept arrays anywhere: a parallel body that cannot take its buffer says
+    // so through `failed__`, and the call fails as when scratch is refused.
+    let keeps_blocks = !Stmt::kept_arrays(&k.body, true).is_empty();
+    if keeps_blocks {
+        fields.push(("int32_t *".to_string(), "failed__".to_string()));
+    }
     let mut w = Writer {
         out: String::new(),
         outlined: String::new(),
@@ -1112,6 +1168,7 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         runtime: k.runtime.clone(),
         fields,
         n_par: 0,
+        kept_at: HashMap::new(),
     };
     for p in &k.params {
         // A schedule need not read every shape (e.g. only bounds checks did),
@@ -1120,6 +1177,10 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         if p.kind == ParamKind::Shape || (p.kind == ParamKind::Slot && !used) {
             w.line(1, &format!("(void){};", p.name));
         }
+    }
+    if keeps_blocks {
+        w.line(1, "int32_t failed_flag__ = 0;");
+        w.line(1, "int32_t *failed__ = &failed_flag__;");
     }
     open_constants(&mut w, k);
     if k.keeps_scratch {
@@ -1168,24 +1229,30 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         }
     }
     fill_constants(&mut w, k);
+    let (at, total) = kept_layout(&Stmt::kept_arrays(&k.body, false), k.dtype);
+    if total > 0 {
+        w.line(
+            1,
+            &format!("char *blk__ = (char *)at_block_scratch({total});"),
+        );
+        w.line(1, "if (!blk__) {");
+        release(&mut w, k, 2);
+        w.line(2, "return 1;");
+        w.line(1, "}");
+        w.kept_at = at;
+    }
     for st in &k.body {
         w.stmt(st, 1);
     }
-    if k.keeps_scratch {
-        w.line(1, "if (own__) free(scratch__);");
-    } else {
-        for b in &k.scratch {
-            w.line(1, &format!("free({});", b.name));
-        }
-    }
-    for c in &k.constants {
-        // Without a handle (or room in it), the call's own.
+    release(&mut w, k, 1);
+    if keeps_blocks {
         w.line(
             1,
-            &format!("if (cf__{0} && !{1}) free(cb__{0});", c.input, kept(c)),
+            "return __atomic_load_n(&failed_flag__, __ATOMIC_RELAXED) ? 1 : 0;",
         );
+    } else {
+        w.line(1, "return 0;");
     }
-    w.line(1, "return 0;");
     let mut s = w.outlined;
     let _ = writeln!(
         s,
@@ -1196,6 +1263,25 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     s.push_str(&w.out);
     s.push_str("}\n\n");
     s
+}
+
+/// Frees what a call of `k` allocated: its scratch (unless kept for the
+/// thread) and the blocks of constants no handle keeps.
+fn release(w: &mut Writer, k: &Kernel, depth: usize) {
+    if k.keeps_scratch {
+        w.line(depth, "if (own__) free(scratch__);");
+    } else {
+        for b in &k.scratch {
+            w.line(depth, &format!("free({});", b.name));
+        }
+    }
+    for c in &k.constants {
+        // Without a handle (or room in it), the call's own.
+        w.line(
+            depth,
+            &format!("if (cf__{0} && !{1}) free(cb__{0});", c.input, kept(c)),
+        );
+    }
 }
 
 /// Each constant's block ([`Kernel::constants`]): the slot's for this
@@ -1363,6 +1449,8 @@ struct Writer {
     /// Buffers and shapes the context of a parallel body carries: (C type, name).
     fields: Vec<(String, String)>,
     n_par: usize,
+    /// Where the function's kept arrays start in its `blk__`, in bytes.
+    kept_at: HashMap<String, usize>,
 }
 
 impl Writer {
@@ -1377,6 +1465,7 @@ impl Writer {
             runtime: self.runtime.clone(),
             fields: self.fields.clone(),
             n_par: self.n_par,
+            kept_at: HashMap::new(),
         }
     }
 
@@ -1463,13 +1552,27 @@ impl Writer {
                 let v = self.widen(v, *lanes);
                 self.line(depth, &format!("{} {name} = {v};", self.vtype(*lanes)));
             }
-            Stmt::Array { name, elems } => self.line(
+            Stmt::Array {
+                name,
+                elems,
+                kept: false,
+            } => self.line(
                 depth,
                 &format!(
                     "{} {name}[{elems}] __attribute__((aligned(64)));",
                     self.dtype.c_name()
                 ),
             ),
+            Stmt::Array {
+                name, kept: true, ..
+            } => {
+                let t = self.dtype.c_name();
+                let at = self.kept_at[name];
+                self.line(
+                    depth,
+                    &format!("{t} *restrict {name} = ({t} *)(blk__ + {at});"),
+                );
+            }
             Stmt::Assign { name, value } => {
                 let lanes = self.lanes.get(name).copied().unwrap_or(1);
                 let text = match value {
@@ -1670,6 +1773,18 @@ impl Writer {
             let _ = writeln!(def, "  {ty}{n} = ctx->{n};\n  (void){n};");
         }
         let mut inner = self.fork();
+        let (at, total) = kept_layout(&Stmt::kept_arrays(body, false), self.dtype);
+        if total > 0 {
+            inner.line(
+                1,
+                &format!("char *blk__ = (char *)at_block_scratch({total});"),
+            );
+            inner.line(1, "if (!blk__) {");
+            inner.line(2, "__atomic_store_n(failed__, 1, __ATOMIC_RELAXED);");
+            inner.line(2, "return;");
+            inner.line(1, "}");
+            inner.kept_at = at;
+        }
         inner.line(
             1,
             &format!("for (int64_t {var} = begin__; {var} < end__; ++{var}) {{"),

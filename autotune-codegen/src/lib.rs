@@ -41,7 +41,7 @@ pub use workload::{Workload, WorkloadId};
 /// record) of another version may mean other code, so it is not applied as
 /// current unless its [`KernelFingerprint`] shows the same kernel. Bump it
 /// with any change to the knobs or to the C a config lowers to.
-pub const GENERATOR_VERSION: u32 = 17;
+pub const GENERATOR_VERSION: u32 = 18;
 
 /// What a config of a workload ships as at one ISA level, hashed: its
 /// kernel's C under fixed names, the file header and the compile flags. A
@@ -249,6 +249,9 @@ fn clones_c(clones: &[(Isa, loopnest::Kernel)]) -> String {
     if let Some((_, k)) = clones.iter().find(|(_, k)| k.keeps_scratch) {
         c.push_str(&emit::kept_scratch_c(&k.runtime));
     }
+    if let Some((_, k)) = clones.iter().find(|(_, k)| k.keeps_blocks()) {
+        c.push_str(&emit::kept_blocks_c(&k.runtime));
+    }
     let borrowed: Vec<(Isa, &loopnest::Kernel)> = clones.iter().map(|(isa, k)| (*isa, k)).collect();
     c.push_str(&emit::clones_c(&borrowed));
     c
@@ -278,7 +281,7 @@ pub fn generic_c(
     let naive = lower(None, format!("{symbol}__naive"));
     let mut c = String::new();
     let mut buckets = Vec::new();
-    let mut helpers = false;
+    let (mut helpers, mut block_helpers) = (false, false);
     for (i, g) in schedules.iter().enumerate() {
         let at = &g.at.values;
         let space = Space::new(op, at);
@@ -290,6 +293,10 @@ pub fn generic_c(
         if kernel.keeps_scratch && !helpers {
             c.push_str(&emit::kept_scratch_c(&runtime));
             helpers = true;
+        }
+        if kernel.keeps_blocks() && !block_helpers {
+            c.push_str(&emit::kept_blocks_c(&runtime));
+            block_helpers = true;
         }
         c.push_str(&emit::kernel_c(&kernel, &[tiled]));
         let anchor: Vec<(String, i64)> = op

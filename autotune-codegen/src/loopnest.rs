@@ -349,10 +349,13 @@ pub enum Stmt {
     },
     /// Declares an array of `elems` of the element type, 64-byte aligned, on
     /// the stack of the thread that runs it: a buffer private to one
-    /// iteration of a parallel loop (a block's pack).
+    /// iteration of a parallel loop (a block's pack). A `kept` one is instead
+    /// a part of the thread's kept block buffer, which the function running
+    /// it takes once, before its loops (`emit`: `at_block_scratch`).
     Array {
         name: String,
         elems: i64,
+        kept: bool,
     },
     /// `name = value`. A `value` that combines `name` itself by max or min
     /// is a reduction's update, and `name` its accumulator: it starts at the
@@ -412,6 +415,39 @@ pub enum Stmt {
 }
 
 impl Stmt {
+    /// The kept arrays ([`Stmt::Array`]) that `code` declares, as (name,
+    /// elements), by name (one declared in several branches once, at its
+    /// largest); `nested` says whether those of parallel loops' bodies count
+    /// (each is a function of its own when emitted).
+    pub fn kept_arrays(code: &[Stmt], nested: bool) -> Vec<(&str, i64)> {
+        let mut out = Vec::new();
+        let mut stack: Vec<&[Stmt]> = vec![code];
+        while let Some(code) = stack.pop() {
+            for st in code.iter().rev() {
+                match st {
+                    Stmt::Array {
+                        name,
+                        elems,
+                        kept: true,
+                    } => out.push((name.as_str(), *elems)),
+                    Stmt::For { body, .. } => stack.push(body),
+                    Stmt::Parallel { body, .. } if nested => stack.push(body),
+                    Stmt::If {
+                        then, otherwise, ..
+                    } => {
+                        stack.push(otherwise);
+                        stack.push(then);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // By name, the largest first, then one per name.
+        out.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        out.dedup_by(|a, b| a.0 == b.0);
+        out
+    }
+
     /// `for (var = 0; var < extent; ++var) body`.
     pub fn serial(var: &str, extent: IExpr, body: Vec<Stmt>) -> Stmt {
         Stmt::For {
@@ -580,4 +616,12 @@ pub struct Kernel {
     /// one of two nests at run time, the smaller's), a measure of its set-up.
     pub setup: IExpr,
     pub body: Vec<Stmt>,
+}
+
+impl Kernel {
+    /// Whether some block's copy is a kept array ([`Stmt::Array`]): the file
+    /// defines [`crate::emit::kept_blocks_c`] before the kernel.
+    pub fn keeps_blocks(&self) -> bool {
+        !Stmt::kept_arrays(&self.body, true).is_empty()
+    }
 }

@@ -396,10 +396,12 @@ pub enum Read {
     Guard,
     /// From a copy in tile order of only what one block reads: refilled
     /// inside the innermost outer loop (or reduction block) it depends on, in
-    /// a buffer of the thread's own (on its stack), so the copy is read from
-    /// cache while it is fresh and a tensor whose rows alias in the cache is
-    /// read once, in runs. As `Pack` where that buffer would be over
-    /// [`BLOCK_PACK_BYTES`].
+    /// a buffer of the thread's own, so the copy is read from cache while it
+    /// is fresh and a tensor whose rows alias in the cache is read once, in
+    /// runs. The buffer is on the thread's stack up to [`BLOCK_PACK_BYTES`],
+    /// else the thread's kept block buffer (on the heap, reused by every
+    /// block and call); as `Pack` where it would be over
+    /// [`BLOCK_PACK_KEPT_BYTES`].
     PackBlock,
     /// As `Pack`, and each register tile also prefetches into L2 a share of
     /// what the next outer tile will read of the copy, spread over the tile's
@@ -421,9 +423,19 @@ pub enum Read {
     PackInOrder,
 }
 
-/// The largest buffer of a [`Read::PackBlock`] copy: it lives on the stack of
+/// The largest buffer of a [`Read::PackBlock`] copy on the stack of
 /// whichever thread runs the block (a Rust thread has 2 MiB by default).
 pub const BLOCK_PACK_BYTES: i64 = 256 << 10;
+
+/// The largest buffer of a [`Read::PackBlock`] copy at all: above
+/// [`BLOCK_PACK_BYTES`] it is the thread's kept block buffer, allocated once
+/// per thread and reused. A GEMM 1024³'s panel of 128 columns of B over the
+/// whole reduction (512 KiB) copied per panel into it ran 1.3-6% faster than
+/// the whole 4 MiB copy in 17 of 18 alternating rounds, where the stack's
+/// limit split the reduction in two (and every output was loaded and stored
+/// twice) to fit; past the size of an L2 a block's copy is no longer read
+/// from it while fresh.
+pub const BLOCK_PACK_KEPT_BYTES: i64 = 2 << 20;
 
 impl StagePlan {
     /// How many outer tile loops run outside the outer reduction blocks: the

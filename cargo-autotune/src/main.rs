@@ -783,7 +783,7 @@ fn main() -> Result<()> {
                 match cache::store(&cache, &w.op.name, entry)? {
                     _ if json => {}
                     cache::Stored::Kept => println!(
-                        "kept the entry in {}: its kernel won the re-timing",
+                        "kept the entry in {}: its config and kernel won the re-timing",
                         file.display()
                     ),
                     _ => println!("saved to {}", file.display()),

@@ -14,7 +14,7 @@ use super::geometry::{ceil_div, known, product, row_major_flat, tile_var, Merge,
 use crate::loopnest::{Guard, IExpr, LoopKind, Scratch, Stmt, VExpr};
 use crate::lower::dims::Dims;
 use crate::lower::names::buffer_name;
-use crate::space::{Read, BLOCK_PACK_BYTES};
+use crate::space::{Read, BLOCK_PACK_BYTES, BLOCK_PACK_KEPT_BYTES};
 
 /// Where a load reads from.
 #[derive(Clone, Debug)]
@@ -121,7 +121,7 @@ impl Operands<'_> {
         if read == Read::PackBlock {
             let layout = self.block_layout(index, order);
             let bytes = self.op.dtype.size() as i64 * known(&product(layout.iter().map(|l| &l.2)));
-            if bytes <= BLOCK_PACK_BYTES {
+            if bytes <= BLOCK_PACK_KEPT_BYTES {
                 return Source::BlockPacked { layout };
             }
         }
@@ -638,6 +638,7 @@ impl Operands<'_> {
                 Stmt::Array {
                     name: buf.clone(),
                     elems,
+                    kept: self.op.dtype.size() as i64 * elems > BLOCK_PACK_BYTES,
                 },
                 Stmt::Comment(format!(
                     "pack {} for this block in tile order",
