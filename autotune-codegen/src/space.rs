@@ -429,12 +429,12 @@ pub const BLOCK_PACK_BYTES: i64 = 256 << 10;
 
 /// The largest buffer of a [`Read::PackBlock`] copy at all: above
 /// [`BLOCK_PACK_BYTES`] it is the thread's kept block buffer, allocated once
-/// per thread and reused. A GEMM 1024³'s panel of 128 columns of B over the
-/// whole reduction (512 KiB) copied per panel into it ran 1.3-6% faster than
-/// the whole 4 MiB copy in 17 of 18 alternating rounds, where the stack's
-/// limit split the reduction in two (and every output was loaded and stored
-/// twice) to fit; past the size of an L2 a block's copy is no longer read
-/// from it while fresh.
+/// per thread and reused. GEMM 1024³'s panel of 128 columns of B over the
+/// whole reduction (512 KiB) copied per panel into it ran 1.7-7.7% faster than
+/// the whole 4 MiB copy in 6 of 6 alternating rounds (docs/performance.md),
+/// where the stack's limit had split the reduction in two to fit (every
+/// output loaded and stored twice); past the size of an L2 a block's copy is
+/// no longer read from it while fresh.
 pub const BLOCK_PACK_KEPT_BYTES: i64 = 2 << 20;
 
 impl StagePlan {
