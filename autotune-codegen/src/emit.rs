@@ -1231,9 +1231,13 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     fill_constants(&mut w, k);
     let (at, total) = kept_layout(&Stmt::kept_arrays(&k.body, false), k.dtype);
     if total > 0 {
+        // Sized for every kept array of the kernel: a parallel body that runs
+        // chunks on this thread then finds it large enough, and never moves
+        // it from under `blk__`.
+        let all = kept_layout(&Stmt::kept_arrays(&k.body, true), k.dtype).1;
         w.line(
             1,
-            &format!("char *blk__ = (char *)at_block_scratch({total});"),
+            &format!("char *blk__ = (char *)at_block_scratch({all});"),
         );
         w.line(1, "if (!blk__) {");
         release(&mut w, k, 2);
