@@ -577,7 +577,10 @@ pub fn kept_scratch_c(runtime: &str) -> String {
 /// ([`Stmt::Array`]): a buffer per thread for them, apart from the scratch
 /// (a calling thread runs chunks of parallel loops while its scratch holds
 /// the call's copies), grown as blocks need, freed with the thread. Each
-/// function that fills kept arrays takes it once, before its loops.
+/// function that fills kept arrays takes it once, before its loops. It
+/// mirrors [`KEPT_SCRATCH_C`] rather than sharing its text: that text is
+/// part of the fingerprint of every kernel that keeps scratch, so changing
+/// it would stale those entries of every CPU.
 const KEPT_BLOCKS_C: &str = r#"#ifndef AT_KEPT_BLOCKS
 #define AT_KEPT_BLOCKS
 #include <pthread.h>
