@@ -1157,7 +1157,8 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     fields.extend(constant_buffers.map(|b| (format!("{t} *"), b.name.clone())));
     // Kept arrays anywhere: a parallel body that cannot take its buffer says
     // so through `failed__`, and the call fails as when scratch is refused.
-    let keeps_blocks = !Stmt::kept_arrays(&k.body, true).is_empty();
+    let all_kept = kept_layout(&Stmt::kept_arrays(&k.body, true), k.dtype).1;
+    let keeps_blocks = all_kept > 0;
     if keeps_blocks {
         fields.push(("int32_t *".to_string(), "failed__".to_string()));
     }
@@ -1237,16 +1238,10 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
         // Sized for every kept array of the kernel: a parallel body that runs
         // chunks on this thread then finds it large enough, and never moves
         // it from under `blk__`.
-        let all = kept_layout(&Stmt::kept_arrays(&k.body, true), k.dtype).1;
-        w.line(
-            1,
-            &format!("char *blk__ = (char *)at_block_scratch({all});"),
-        );
-        w.line(1, "if (!blk__) {");
-        release(&mut w, k, 2);
-        w.line(2, "return 1;");
-        w.line(1, "}");
-        w.kept_at = at;
+        take_kept_blocks(&mut w, at, all_kept, |w| {
+            release(w, k, 2);
+            w.line(2, "return 1;");
+        });
     }
     for st in &k.body {
         w.stmt(st, 1);
@@ -1270,6 +1265,25 @@ fn clone_c(k: &Kernel, isa: Isa, params: &[String]) -> String {
     s.push_str(&w.out);
     s.push_str("}\n\n");
     s
+}
+
+/// Takes the thread's kept block buffer, `bytes` of it, as `blk__` at the top
+/// of the function `w` writes, its kept arrays starting at `at`; `fail`
+/// writes what the function does where it cannot.
+fn take_kept_blocks(
+    w: &mut Writer,
+    at: HashMap<String, usize>,
+    bytes: usize,
+    fail: impl FnOnce(&mut Writer),
+) {
+    w.line(
+        1,
+        &format!("char *blk__ = (char *)at_block_scratch({bytes});"),
+    );
+    w.line(1, "if (!blk__) {");
+    fail(w);
+    w.line(1, "}");
+    w.kept_at = at;
 }
 
 /// Frees what a call of `k` allocated: its scratch (unless kept for the
@@ -1782,15 +1796,10 @@ impl Writer {
         let mut inner = self.fork();
         let (at, total) = kept_layout(&Stmt::kept_arrays(body, false), self.dtype);
         if total > 0 {
-            inner.line(
-                1,
-                &format!("char *blk__ = (char *)at_block_scratch({total});"),
-            );
-            inner.line(1, "if (!blk__) {");
-            inner.line(2, "__atomic_store_n(failed__, 1, __ATOMIC_RELAXED);");
-            inner.line(2, "return;");
-            inner.line(1, "}");
-            inner.kept_at = at;
+            take_kept_blocks(&mut inner, at, total, |w| {
+                w.line(2, "__atomic_store_n(failed__, 1, __ATOMIC_RELAXED);");
+                w.line(2, "return;");
+            });
         }
         inner.line(
             1,
