@@ -22,9 +22,21 @@ for d in "$ROOT"/bench/results/experiments-*/; do
   if [ -f "$d/raw.tar.xz" ]; then tar -xJf "$d/raw.tar.xz" -C "$d" --skip-old-files; fi
   HISTORY+=(--history "$d")
 done
+# Each shape's search also starts from the configs its records lack (bench/configs/):
+# GotoBLAS's loops for the square and odd GEMMs, the GEMV orders for M = 1, B copied per
+# block for M = 16.
+start_of() {
+  case "$1" in
+  3) echo gemv-orders.txt ;;
+  4) echo gemm16x4096-block-pack.txt ;;
+  *) echo gemm-goto.txt ;;
+  esac
+}
 for spec in 6 5 0 2 3 4; do # 256³, 512³, 1024³, 127×255×511, 1×4096², 16×4096²
+  echo "## spec $spec, start bench/configs/$(start_of "$spec")"
   $AT tune --file "$ROOT/bench/ops.rs" --op gemm \
     --spec "$spec" --threads "$THREADS" --trials "$TRIALS" --save --cache "$CACHE" \
+    --start "$ROOT/bench/configs/$(start_of "$spec")" \
     --log "$LOG" --dir /tmp/autotune-tune-gemm \
     "${HISTORY[@]}"
 done
