@@ -4,6 +4,13 @@
 # Where cargo puts builds: CARGO_TARGET_DIR where it is set, else target/.
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
+# The ResNet-18 example's workloads (op:spec) in a build's order: operators as
+# examples/resnet18/src/ops.rs declares them, specialisations in order.
+RESNET18_WORKLOADS="conv7x7s2_relu:0 max_pool3x3s2:0 conv3x3_relu:0 conv3x3_relu:1 conv3x3_relu:2
+conv3x3_relu:3 conv3x3_add_relu:0 conv3x3_add_relu:1 conv3x3_add_relu:2 conv3x3_add_relu:3
+conv3x3s2_relu:0 conv3x3s2_relu:1 conv3x3s2_relu:2 conv1x1s2_bias:0 conv1x1s2_bias:1
+conv1x1s2_bias:2 conv1x1_bias:0 global_avg_pool:0 dense_bias:0"
+
 # Sets CARGO_AUTOTUNE (the CLI's binary) and AT (how the scripts call it).
 # CARGO_AUTOTUNE may name another build (the "before" of a comparison); else
 # the workspace's is built.

@@ -26,11 +26,7 @@ export AUTOTUNE_HISTORY=""
 WORK=$(mktemp -d /tmp/autotune-network-tuning.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 OPS="$ROOT/examples/resnet18/src/ops.rs"
-# The build's order: operators as the file declares them, specialisations in order.
-WORKLOADS="conv7x7s2_relu:0 max_pool3x3s2:0 conv3x3_relu:0 conv3x3_relu:1 conv3x3_relu:2
-conv3x3_relu:3 conv3x3_add_relu:0 conv3x3_add_relu:1 conv3x3_add_relu:2 conv3x3_add_relu:3
-conv3x3s2_relu:0 conv3x3s2_relu:1 conv3x3s2_relu:2 conv1x1s2_bias:0 conv1x1s2_bias:1
-conv1x1s2_bias:2 conv1x1_bias:0 global_avg_pool:0 dense_bias:0"
+WORKLOADS="$RESNET18_WORKLOADS"
 exec > >(tee "$OUT") 2>&1
 echo "# network tuning $(date -Is): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs) ($(cpu_id)), $(nproc) vCPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# variants: $VARIANTS; seeds: ${SEEDS:-1}"

@@ -21,11 +21,7 @@ WORK=$(mktemp -d /tmp/autotune-tune-cpu.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cd "$ROOT"
 autotune_cli
-# The build's order: operators as the files declare them, specialisations in order.
-WORKLOADS="${WORKLOADS:-conv7x7s2_relu:0 max_pool3x3s2:0 conv3x3_relu:0 conv3x3_relu:1 conv3x3_relu:2
-conv3x3_relu:3 conv3x3_add_relu:0 conv3x3_add_relu:1 conv3x3_add_relu:2 conv3x3_add_relu:3
-conv3x3s2_relu:0 conv3x3s2_relu:1 conv3x3s2_relu:2 conv1x1s2_bias:0 conv1x1s2_bias:1
-conv1x1s2_bias:2 conv1x1_bias:0 global_avg_pool:0 dense_bias:0 matmul:0}"
+WORKLOADS="${WORKLOADS:-$RESNET18_WORKLOADS matmul:0}"
 mkdir -p "$WORK/records"
 exec > >(tee "$OUT") 2>&1
 echo "# tune-cpu $(date -u +%FT%TZ) $(git rev-parse --short HEAD): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs) ($(cpu_id)), $TRIALS trials, threads $THREADS"
